@@ -1,0 +1,44 @@
+# `make run` starts the desktop app, `make test` runs the tests. Both create .venv when missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+WHEELS := $(wildcard ../shared/wheels)
+PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: run serve test bench install install-dev clean screenshots appimage macapp
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]"
+	touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+install-dev: $(STAMP_DEV)
+
+run: $(STAMP_RUN)
+	$(PY) -m laya_desktop gui
+
+serve: $(STAMP_RUN)
+	$(PY) -m laya_desktop serve
+
+test: $(STAMP_DEV)
+	QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP_DEV)
+	$(PY) -m laya_desktop bench route --rules 100 --requests 20000
+	$(PY) -m laya_desktop bench route --rules 1000 --requests 20000
+
+screenshots: $(STAMP_RUN)
+	QT_QPA_PLATFORM=offscreen $(PY) -m laya_desktop gui --screenshot docs/screenshots --quit-after 120
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,3 @@
+from laya_desktop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""The `laya` command line. Each subcommand's work lives in its part; this only parses and dispatches.
+
+A frozen build has no `python -m`, so the runner process is started as `laya _runner ...` too.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", default=None,
+                   help="models.yaml to use (default: ./models.yaml, then the user's config folder)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="laya", description="Laya Desktop: local model gateway")
+    sub = parser.add_subparsers(dest="command")
+
+    p = sub.add_parser("gui", help="the desktop app (default)")
+    _add_config(p)
+    p.add_argument("--screenshot", metavar="DIR", default=None,
+                   help="save a picture of each panel into DIR, then quit")
+    p.add_argument("--quit-after", metavar="SECONDS", type=float, default=None,
+                   help="quit after this many seconds from launch (a hard deadline)")
+
+    p = sub.add_parser("serve", help="run the engine headless")
+    _add_config(p)
+    p.add_argument("--host", default=None)
+    p.add_argument("--port", type=int, default=None)
+
+    p = sub.add_parser("check", help="validate and lint models.yaml")
+    _add_config(p)
+
+    p = sub.add_parser("route", help="which rule and model would serve a prompt, and why")
+    _add_config(p)
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--model", default=None)
+    p.add_argument("--path", default="/v1/chat/completions")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("prompt")
+
+    p = sub.add_parser("bench", help="benchmarks")
+    bench_sub = p.add_subparsers(dest="bench_command", required=True)
+    b = bench_sub.add_parser("route", help="routing decision latency")
+    b.add_argument("--rules", type=int, default=100)
+    b.add_argument("--requests", type=int, default=20000)
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("loadtest", help="load-test a running engine")
+    p.add_argument("--url", required=True, help="server root (a trailing /v1 is accepted)")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--requests", type=int, default=40)
+    p.add_argument("--max-tokens", type=int, default=16)
+    p.add_argument("--prompts", default=None, help="file with one prompt per line")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--model", default="auto")
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("models", help="model files")
+    models_sub = p.add_subparsers(dest="models_command", required=True)
+    m = models_sub.add_parser("inspect", help="GGUF metadata and the memory estimate")
+    m.add_argument("file")
+    m.add_argument("--n-ctx", type=int, default=4096)
+    m.add_argument("--parallel", type=int, default=4)
+    m.add_argument("--kv-cache-type", default="f16", choices=["f16", "q8_0", "q4_0"])
+    m.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("_runner", help=argparse.SUPPRESS)
+    p.add_argument("--backend", required=True)
+    p.add_argument("--spec", required=True, help="JSON model spec")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    command = args.command or "gui"
+    if command == "gui":
+        if args.command is None:
+            args = build_parser().parse_args(["gui", *argv])
+        from laya_desktop.gui.app import run_gui
+        return run_gui(args)
+    if command == "serve":
+        from laya_desktop.engine.serve import run_serve
+        return run_serve(args)
+    if command == "check":
+        from laya_desktop.config.check import run_check
+        return run_check(args)
+    if command == "route":
+        from laya_desktop.routing.cli import run_route
+        return run_route(args)
+    if command == "bench":
+        from laya_desktop.routing.bench import run_bench_route
+        return run_bench_route(args)
+    if command == "loadtest":
+        from laya_desktop.loadtest.cli import run_loadtest
+        return run_loadtest(args)
+    if command == "models":
+        from laya_desktop.runners.inspect_cli import run_inspect
+        return run_inspect(args)
+    if command == "_runner":
+        from laya_desktop.runners.runner_main import run_runner
+        return run_runner(args)
+    raise AssertionError(command)

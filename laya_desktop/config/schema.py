@@ -1,0 +1,120 @@
+"""The models.yaml schema as plain dataclasses.
+
+Field names are the ones DESIGN.md fixes. Validation and loading live in `validate.py`; these
+classes only hold already-validated values. `metadata["doc"]` describes each field for the
+README's reference and the GUI's tooltips.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+BACKENDS = ("llama_cpp", "mlx", "openai")
+LOCAL_BACKENDS = ("llama_cpp", "mlx")
+KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
+
+
+def _doc(text: str, **kw):
+    return field(metadata={"doc": text}, **kw)
+
+
+@dataclass
+class ServerConfig:
+    host: str = _doc("Address the engine listens on; anything but loopback needs api_key.",
+                     default="127.0.0.1")
+    port: int = _doc("TCP port of the OpenAI-compatible endpoint.", default=8555)
+    api_key: str | None = _doc("When set, every request but /healthz needs 'Authorization: Bearer <key>'.",
+                               default=None)
+
+
+@dataclass
+class ModelConfig:
+    name: str = _doc("Unique name; clients may ask for it directly in 'model'.")
+    backend: str = _doc("llama_cpp | mlx | openai.")
+    path: str | None = _doc("A .gguf file, an MLX model folder, or builtin:NAME.", default=None)
+    base_url: str | None = _doc("Remote OpenAI-compatible API root, e.g. https://host/v1.", default=None)
+    api_key_env: str | None = _doc("Environment variable holding the remote API key.", default=None)
+    remote_model: str | None = _doc("Model name sent to the remote API (default: name).", default=None)
+    n_ctx: int = _doc("Context tokens per sequence.", default=4096)
+    parallel: int | None = _doc("Sequences served at once (default 4 for llama_cpp, 1 for mlx).",
+                                default=None)
+    n_gpu_layers: int = _doc("Layers offloaded to the GPU; -1 for all.", default=0)
+    n_threads: int | None = _doc("CPU threads for llama.cpp; null picks a default.", default=None)
+    kv_cache_type: str = _doc("KV cache element type: f16 | q8_0 | q4_0.", default="f16")
+    chat_format: str | None = _doc("Chat template override (a llama-cpp-python chat format name).",
+                                   default=None)
+    keep_in_memory: bool = _doc("Pinned: never unloaded by the memory guard or the idle TTL.",
+                                default=False)
+    idle_ttl_s: int = _doc("Unload after this many idle seconds; 0 = never.", default=900)
+    warmup: bool = _doc("Load when the engine starts instead of on first request.", default=False)
+
+    @property
+    def is_local(self) -> bool:
+        return self.backend in LOCAL_BACKENDS
+
+    @property
+    def effective_parallel(self) -> int:
+        if self.parallel is not None:
+            return self.parallel
+        return 4 if self.backend == "llama_cpp" else 1
+
+    @property
+    def effective_remote_model(self) -> str:
+        return self.remote_model or self.name
+
+
+@dataclass
+class RouteMatch:
+    """All given conditions must hold; a list holds when any of its elements does."""
+
+    tags: list[str] = _doc("Request tags (body 'tags' or header X-Laya-Tags).", default_factory=list)
+    keywords: list[str] = _doc("Case-insensitive substrings of the user text.", default_factory=list)
+    min_prompt_chars: int | None = _doc("At least this many characters in all messages.", default=None)
+    max_prompt_chars: int | None = _doc("At most this many characters in all messages.", default=None)
+    model: list[str] = _doc("The model name the client asked for (aliases such as gpt-4o).",
+                            default_factory=list)
+    path: list[str] = _doc("The request path exactly, e.g. /v1/completions.", default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.tags or self.keywords or self.model or self.path
+                    or self.min_prompt_chars is not None or self.max_prompt_chars is not None)
+
+
+@dataclass
+class RouteConfig:
+    name: str = _doc("Unique rule name, reported in X-Laya-Route.")
+    target: str = _doc("The model that serves requests this rule matches.")
+    enabled: bool = _doc("Disabled rules are skipped.", default=True)
+    match: RouteMatch = _doc("Conditions; empty matches everything (a catch-all).",
+                             default_factory=RouteMatch)
+    fallback: list[str] = _doc("Models tried in order when the target cannot serve.",
+                               default_factory=list)
+
+
+@dataclass
+class SchedulerConfig:
+    max_queue: int = _doc("Requests waiting per model; when full: next fallback, else 429.", default=64)
+    queue_timeout_ms: int = _doc("Longest wait for a slot; then next fallback, else 503.", default=30000)
+
+
+@dataclass
+class MemoryConfig:
+    guard: bool = _doc("Emergency release on or off.", default=True)
+    reserved_system_gb: float = _doc("Keep at least this much RAM available (GiB).", default=2)
+    ram_high_pct: float = _doc("Release when RAM use passes this percentage.", default=90)
+    vram_high_pct: float = _doc("Release when VRAM use passes this percentage.", default=92)
+    sample_hz: float = _doc("Telemetry samples per second.", default=4)
+
+
+@dataclass
+class Config:
+    models: list[ModelConfig]
+    routes: list[RouteConfig]
+    server: ServerConfig = field(default_factory=ServerConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+
+    def model(self, name: str) -> ModelConfig | None:
+        for m in self.models:
+            if m.name == name:
+                return m
+        return None

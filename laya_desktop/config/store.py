@@ -1,0 +1,170 @@
+"""Finding, loading and atomically saving models.yaml."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from laya_desktop.config.schema import Config, RouteConfig
+from laya_desktop.config.validate import ConfigError, model_keys_for, validate_config
+
+CONFIG_NAME = "models.yaml"
+
+
+class ConfigInvalid(Exception):
+    def __init__(self, errors: list[ConfigError], path: Path | str | None = None):
+        self.errors = list(errors)
+        self.path = path
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}{len(self.errors)} error(s) in the config:\n"
+                         + "\n".join(f"  {e}" for e in self.errors))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys: PyYAML would silently keep the last one."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def user_config_dir() -> Path:
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Laya"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "Laya"
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+    return base / "laya"
+
+
+def default_config_text() -> str:
+    return resources.files("laya_desktop.config").joinpath("default_models.yaml").read_text("utf-8")
+
+
+def find_config_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--config if given, else ./models.yaml, else the user's copy (created from the default)."""
+    if explicit:
+        return Path(explicit)
+    local = Path.cwd() / CONFIG_NAME
+    if local.is_file():
+        return local
+    user = user_config_dir() / CONFIG_NAME
+    if not user.exists():
+        user.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(default_config_text(), user)
+    return user
+
+
+def _yaml_error(exc: yaml.YAMLError) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is None:
+        return ConfigError("", f"YAML syntax error: {problem}")
+    return ConfigError("", f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {problem}")
+
+
+def parse_config_text(text: str) -> tuple[Config | None, list[ConfigError]]:
+    try:
+        raw = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        return None, [_yaml_error(exc)]
+    return validate_config(raw)
+
+
+def load_config(path: str | os.PathLike) -> Config:
+    """Read and validate a models.yaml; raises ConfigInvalid with every error found."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigInvalid([ConfigError("", f"cannot read {path}: {reason}")], path) from exc
+    config, errors = parse_config_text(text)
+    if errors:
+        raise ConfigInvalid(errors, path)
+    assert config is not None
+    return config
+
+
+def _route_to_dict(route: RouteConfig) -> dict[str, Any]:
+    match = {k: v for k, v in dataclasses.asdict(route.match).items() if v not in (None, [])}
+    return {"name": route.name, "target": route.target, "enabled": route.enabled,
+            "match": match, "fallback": list(route.fallback)}
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """A plain dict shaped like models.yaml: only the fields each backend uses, no null values."""
+    def section(obj) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(obj).items() if v is not None}
+
+    models = []
+    for model in config.models:
+        values = section(model)
+        models.append({k: values[k] for k in model_keys_for(model.backend) if k in values})
+    return {
+        "server": section(config.server),
+        "models": models,
+        "routes": [_route_to_dict(r) for r in config.routes],
+        "scheduler": section(config.scheduler),
+        "memory": section(config.memory),
+    }
+
+
+def dump_config_text(config_or_dict: Config | dict) -> str:
+    data = config_to_dict(config_or_dict) if isinstance(config_or_dict, Config) else config_or_dict
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def save_config_atomic(config_or_dict: Config | dict, path: str | os.PathLike) -> None:
+    """Write the config so that readers see the old file or the new one, never a partial one."""
+    _write_atomic(dump_config_text(config_or_dict), Path(path))
+
+
+def _write_atomic(text: str, path: Path) -> None:
+    path = Path(os.path.realpath(path))  # replace a symlink's target, not the link itself
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        # A new file keeps mkstemp's 0600: the config may hold server.api_key.
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+

@@ -1,0 +1,355 @@
+"""Raw models.yaml data (dicts and lists) -> Config, reporting every error with its path.
+
+Validation never stops at the first error and never falls back to a default for a bad value: a
+user fixing a file by hand should see the whole list at once (llama-swap does the same).
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from laya_desktop.config.schema import (
+    BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
+    RouteMatch, SchedulerConfig, ServerConfig,
+)
+
+TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
+MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
+MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path")
+ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback")
+
+
+@dataclass(frozen=True)
+class ConfigError:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+Check = Callable[[Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class _Field:
+    kind: str  # "int" | "number" | "bool" | "str"
+    nullable: bool = False
+    check: Check | None = None
+
+
+_KIND_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
+               "str": "a non-empty string"}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "number":
+        return isinstance(value, (int, float))
+    return isinstance(value, str) and value.strip() != ""
+
+
+def _at_least(low: float) -> Check:
+    return lambda v: None if v >= low else f"must be at least {low}, got {_show(v)}"
+
+
+def _between(low: int, high: int) -> Check:
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}, got {_show(v)}"
+
+
+def _above_zero_up_to(high: float) -> Check:
+    return lambda v: None if 0 < v <= high else f"must be greater than 0 and at most {high}, got {_show(v)}"
+
+
+def _choice(label: str, choices: tuple[str, ...]) -> Check:
+    return lambda v: None if v in choices else f"unknown {label} {v!r} (valid: {', '.join(choices)})"
+
+
+def _url(value: str) -> str | None:
+    if value.startswith(("http://", "https://")):
+        return None
+    return f"expected an http:// or https:// URL, got {_show(value)}"
+
+
+SERVER_FIELDS = {
+    "host": _Field("str"),
+    "port": _Field("int", check=_between(1, 65535)),
+    "api_key": _Field("str", nullable=True),
+}
+SCHEDULER_FIELDS = {
+    "max_queue": _Field("int", check=_at_least(1)),
+    "queue_timeout_ms": _Field("int", check=_at_least(1)),
+}
+MEMORY_FIELDS = {
+    "guard": _Field("bool"),
+    "reserved_system_gb": _Field("number", check=_at_least(0)),
+    "ram_high_pct": _Field("number", check=_above_zero_up_to(100)),
+    "vram_high_pct": _Field("number", check=_above_zero_up_to(100)),
+    "sample_hz": _Field("number", check=_above_zero_up_to(100)),
+}
+
+_LLAMA = ("llama_cpp",)
+_OPENAI = ("openai",)
+# field -> (spec, the backends it applies to)
+MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
+    "name": (_Field("str"), BACKENDS),
+    "backend": (_Field("str", check=_choice("backend", BACKENDS)), BACKENDS),
+    "path": (_Field("str"), LOCAL_BACKENDS),
+    "base_url": (_Field("str", check=_url), _OPENAI),
+    "api_key_env": (_Field("str", nullable=True), _OPENAI),
+    "remote_model": (_Field("str", nullable=True), _OPENAI),
+    "n_ctx": (_Field("int", check=_at_least(16)), LOCAL_BACKENDS),
+    "parallel": (_Field("int", nullable=True, check=_at_least(1)), LOCAL_BACKENDS),
+    "n_gpu_layers": (_Field("int", check=_at_least(-1)), _LLAMA),
+    "n_threads": (_Field("int", nullable=True, check=_at_least(1)), _LLAMA),
+    "kv_cache_type": (_Field("str", check=_choice("kv_cache_type", KV_CACHE_TYPES)), _LLAMA),
+    "chat_format": (_Field("str", nullable=True), _LLAMA),
+    "keep_in_memory": (_Field("bool"), LOCAL_BACKENDS),
+    "idle_ttl_s": (_Field("int", check=_at_least(0)), LOCAL_BACKENDS),
+    "warmup": (_Field("bool"), LOCAL_BACKENDS),
+}
+MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _OPENAI}
+
+
+def model_keys_for(backend: str) -> list[str]:
+    """The keys a model entry of this backend may have, in models.yaml order."""
+    return [key for key, (_, applies) in MODEL_FIELDS.items() if backend in applies]
+
+
+class _Report:
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.append(ConfigError(path, message))
+
+    def value_ok(self, path: str, value: Any, spec: _Field) -> bool:
+        if value is None and spec.nullable:
+            return True
+        if not _is_kind(value, spec.kind):
+            self.add(path, f"expected {_KIND_NAMES[spec.kind]}, got {_show(value)}")
+            return False
+        message = spec.check(value) if spec.check else None
+        if message:
+            self.add(path, message)
+            return False
+        return True
+
+    def mapping(self, path: str, raw: Any) -> bool:
+        if isinstance(raw, dict):
+            return True
+        self.add(path, f"expected a mapping, got {_show(raw)}")
+        return False
+
+    def unknown_key(self, path: str, key: Any, valid: list[str] | tuple[str, ...]) -> None:
+        self.add(f"{path}.{key}", f"unknown key {key!r} (valid: {', '.join(valid)})")
+
+
+def _section(report: _Report, raw: Any, path: str, fields: dict[str, _Field]) -> dict:
+    if raw is None or not report.mapping(path, raw):
+        return {}
+    values = {}
+    for key, value in raw.items():
+        if key not in fields:
+            report.unknown_key(path, key, list(fields))
+        elif report.value_ok(f"{path}.{key}", value, fields[key]):
+            values[key] = value
+    return values
+
+
+def _gguf_or_builtin(path: str) -> bool:
+    if path.startswith("builtin:"):
+        return path[len("builtin:"):].strip() != ""
+    return path.lower().endswith(".gguf")
+
+
+def _model(report: _Report, raw: Any, path: str) -> dict:
+    if not report.mapping(path, raw):
+        return {}
+    backend = raw.get("backend")
+    known = backend if backend in BACKENDS else None
+    values = {}
+    for key, value in raw.items():
+        entry = MODEL_FIELDS.get(key)
+        if entry is None:
+            report.unknown_key(path, key, model_keys_for(known) if known else list(MODEL_FIELDS))
+            continue
+        spec, applies = entry
+        if known and known not in applies:
+            report.add(f"{path}.{key}", f"'{key}' does not apply to backend '{known}' "
+                                        f"(applies to: {', '.join(applies)})")
+        elif report.value_ok(f"{path}.{key}", value, spec):
+            values[key] = value
+    for key, applies in MODEL_REQUIRED.items():
+        if key in raw:
+            continue
+        if applies == BACKENDS:
+            report.add(f"{path}.{key}", "required")
+        elif known in applies:
+            report.add(f"{path}.{key}", f"required for backend '{known}'")
+    if known == "llama_cpp" and "path" in values and not _gguf_or_builtin(values["path"]):
+        report.add(f"{path}.path", f"expected a .gguf file or builtin:NAME, got {_show(values['path'])}")
+        del values["path"]
+    return values
+
+
+def _string_list(report: _Report, path: str, value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        return [value] if report.value_ok(path, value, _Field("str")) else None
+    if not isinstance(value, list):
+        report.add(path, f"expected a string or a list of strings, got {_show(value)}")
+        return None
+    ok = [report.value_ok(f"{path}[{i}]", item, _Field("str")) for i, item in enumerate(value)]
+    return list(value) if all(ok) else None
+
+
+def _match(report: _Report, raw: Any, path: str) -> dict:
+    if raw is None or not report.mapping(path, raw):
+        return {}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        sub = f"{path}.{key}"
+        if key not in MATCH_KEYS:
+            report.add(sub, f"unknown condition {key!r} (valid: {', '.join(MATCH_KEYS)})")
+        elif key in MATCH_LIST_KEYS:
+            items = [] if value is None else _string_list(report, sub, value)
+            if items is not None:
+                values[key] = items
+        elif report.value_ok(sub, value, _Field("int", nullable=True, check=_at_least(0))):
+            values[key] = value
+    low, high = values.get("min_prompt_chars"), values.get("max_prompt_chars")
+    if low is not None and high is not None and low > high:
+        report.add(f"{path}.min_prompt_chars",
+                   f"greater than max_prompt_chars ({low} > {high}): the rule can never match")
+    return values
+
+
+def _route(report: _Report, raw: Any, path: str) -> dict:
+    if not report.mapping(path, raw):
+        return {}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        sub = f"{path}.{key}"
+        if key not in ROUTE_KEYS:
+            report.unknown_key(path, key, ROUTE_KEYS)
+        elif key == "match":
+            values["match"] = _match(report, value, sub)
+        elif key == "fallback":
+            items = [] if value is None else _string_list(report, sub, value)
+            if items is not None:
+                values["fallback"] = items
+        elif report.value_ok(sub, value, _Field("bool" if key == "enabled" else "str")):
+            values[key] = value
+    for key in ("name", "target"):
+        if key not in raw:
+            report.add(f"{path}.{key}", "required")
+    return values
+
+
+def _entries(report: _Report, raw: dict, key: str, read: Callable) -> list[dict]:
+    if key not in raw:
+        report.add(key, "required (a non-empty list)")
+        return []
+    items = raw[key]
+    if not isinstance(items, list):
+        report.add(key, f"expected a list, got {_show(items)}")
+        return []
+    if not items:
+        report.add(key, "must not be empty")
+    return [read(report, item, f"{key}[{i}]") for i, item in enumerate(items)]
+
+
+def _raw_names(raw: dict, key: str) -> list[Any]:
+    items = raw.get(key)
+    if not isinstance(items, list):
+        return []
+    return [item.get("name") if isinstance(item, dict) else None for item in items]
+
+
+def _check_unique(report: _Report, key: str, names: list[Any], what: str) -> None:
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            report.add(f"{key}[{i}].name", f"duplicate {what} name {name!r} (also {key}[{first[name]}])")
+        else:
+            first[name] = i
+
+
+def _check_targets(report: _Report, routes: list[dict], model_names: set[str]) -> None:
+    for i, route in enumerate(routes):
+        target = route.get("target")
+        if target is not None and target not in model_names:
+            report.add(f"routes[{i}].target", f"no model named {target!r}")
+        for j, name in enumerate(route.get("fallback", [])):
+            if name not in model_names:
+                report.add(f"routes[{i}].fallback[{j}]", f"no model named {name!r}")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _build(server: dict, models: list[dict], routes: list[dict], scheduler: dict,
+           memory: dict) -> Config:
+    return Config(
+        server=ServerConfig(**server),
+        models=[ModelConfig(**m) for m in models],
+        routes=[RouteConfig(**{**r, "match": RouteMatch(**r.get("match", {}))}) for r in routes],
+        scheduler=SchedulerConfig(**scheduler),
+        memory=MemoryConfig(**memory),
+    )
+
+
+def validate_config(raw: Any) -> tuple[Config | None, list[ConfigError]]:
+    """Check a parsed models.yaml; returns (Config, []) or (None, every error found)."""
+    report = _Report()
+    if raw is None or (isinstance(raw, (dict, list, str)) and not raw):
+        report.add("", "the config is empty: it needs at least 'models' and 'routes'")
+        return None, report.errors
+    if not isinstance(raw, dict):
+        report.add("", f"expected a mapping with 'models' and 'routes' at the top level, got {_show(raw)}")
+        return None, report.errors
+    for key in raw:
+        if key not in TOP_LEVEL_KEYS:
+            report.add(str(key), f"unknown key {key!r} (valid: {', '.join(TOP_LEVEL_KEYS)})")
+    server = _section(report, raw.get("server"), "server", SERVER_FIELDS)
+    models = _entries(report, raw, "models", _model)
+    routes = _entries(report, raw, "routes", _route)
+    scheduler = _section(report, raw.get("scheduler"), "scheduler", SCHEDULER_FIELDS)
+    memory = _section(report, raw.get("memory"), "memory", MEMORY_FIELDS)
+
+    model_names = _raw_names(raw, "models")
+    _check_unique(report, "models", model_names, "model")
+    _check_unique(report, "routes", _raw_names(raw, "routes"), "route")
+    if model_names:  # without a model list every target would be reported too
+        _check_targets(report, routes, {n for n in model_names if isinstance(n, str)})
+    host = server.get("host", ServerConfig.host)
+    raw_server = raw.get("server") if isinstance(raw.get("server"), dict) else {}
+    if not _is_loopback(host) and raw_server.get("api_key") is None:
+        report.add("server.api_key", f"required when server.host ({host!r}) is not loopback")
+
+    if report.errors:
+        return None, report.errors
+    return _build(server, models, routes, scheduler, memory), []
