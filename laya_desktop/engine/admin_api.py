@@ -1,0 +1,148 @@
+"""Admin endpoints: config, route explanations, model control, events and the request log."""
+from __future__ import annotations
+
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from laya_desktop.engine import errors
+from laya_desktop.engine.core import ConfigRefused
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.engine.openai_api import read_json
+from laya_desktop.engine.runner_handle import RunnerError
+from laya_desktop.routing.request import extract
+
+
+def _engine(request: Request):
+    return request.app.state.engine
+
+
+def _since(request: Request) -> int:
+    raw = request.query_params.get("since", "0")
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f"'since' must be an integer, got {raw!r}", "invalid_since") from None
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def get_config(request: Request) -> Response:
+    return JSONResponse(_engine(request).config_dict())
+
+
+async def put_config(request: Request) -> Response:
+    raw = await read_json(request)
+    if not isinstance(raw, dict):
+        raise errors.bad_request("the config must be a JSON object shaped like models.yaml")
+    try:
+        config = await _engine(request).apply_raw_config(raw)
+    except ConfigRefused as exc:
+        message = f"config refused: {len(exc.errors)} error(s); nothing was changed"
+        detail = [{"path": e.path, "message": e.message} for e in exc.errors]
+        raise ApiError(400, message, "invalid_config", "invalid_config", extra={"errors": detail})
+    from laya_desktop.config.store import config_to_dict
+    return JSONResponse({"status": "applied", "config": config_to_dict(config)})
+
+
+async def explain_route(request: Request) -> Response:
+    engine = _engine(request)
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body must be a JSON object like a chat or completion request")
+    path = body.get("path") or ("/v1/completions" if "prompt" in body else "/v1/chat/completions")
+    header_tags = request.headers.get("x-laya-tags")
+    router = engine.router
+    started = time.perf_counter_ns()
+    decision = router.decide_body(path, body, header_tags)
+    decision_us = (time.perf_counter_ns() - started) / 1000
+    explanation = router.explain(extract(path, body, header_tags))
+    return JSONResponse({
+        "rule": decision.rule if decision else None,
+        "target": decision.target if decision else None,
+        "fallbacks": list(decision.fallbacks) if decision else [],
+        "direct": decision.direct if decision else False,
+        "explanation": [{"rule": r.rule, "matched": r.matched, "reasons": list(r.reasons)}
+                        for r in explanation.rules],
+        "decision_us": round(decision_us, 2),
+    })
+
+
+def model_summary(served) -> dict:
+    cfg = served.config
+    handle = served.handle
+    stats = handle.stats if handle else {}
+    info = handle.info if handle else {}
+    return {
+        "name": served.name,
+        "backend": cfg.backend,
+        "state": served.state,
+        "pid": handle.pid if handle else None,
+        "last_used": served.last_used or None,
+        "error": handle.error if handle else None,
+        "pinned": cfg.keep_in_memory,
+        "path": cfg.path,
+        "n_ctx": cfg.n_ctx if cfg.is_local else None,
+        "parallel": cfg.effective_parallel if cfg.is_local else None,
+        "active": served.active,
+        "queued": served.queue.queued,
+        "requests_total": served.requests_total,
+        "kv_used_tokens": stats.get("kv_used_tokens"),
+        "kv_capacity_tokens": stats.get("kv_capacity_tokens", info.get("kv_capacity_tokens")),
+        "kv_bytes_per_token": stats.get("kv_bytes_per_token", info.get("kv_bytes_per_token")),
+        "tokens_per_s": stats.get("tokens_per_s"),
+        "loaded_at": handle.loaded_at if handle else None,
+    }
+
+
+async def list_models(request: Request) -> Response:
+    engine = _engine(request)
+    models = [model_summary(m) for m in engine.models.models.values()]
+    telemetry = getattr(engine, "telemetry", None)
+    if telemetry is not None:
+        for entry in models:
+            entry.update(telemetry.model_memory(entry["name"]))
+    return JSONResponse({"models": models})
+
+
+def _served_or_404(engine, name: str):
+    served = engine.models.get(name)
+    if served is None:
+        raise errors.model_not_found(name)
+    return served
+
+
+async def load_model(request: Request) -> Response:
+    engine = _engine(request)
+    served = _served_or_404(engine, request.path_params["name"])
+    if not served.is_local:
+        raise errors.bad_request(f"model '{served.name}' is remote; there is nothing to load",
+                                 "not_loadable")
+    try:
+        await engine.models.ensure_ready(served)
+    except LoadRefused as exc:
+        raise errors.unavailable(str(exc), "load_refused") from None
+    except RunnerError as exc:
+        raise errors.unavailable(str(exc), exc.code) from None
+    return JSONResponse(model_summary(served))
+
+
+async def unload_model(request: Request) -> Response:
+    engine = _engine(request)
+    served = _served_or_404(engine, request.path_params["name"])
+    unloaded = await engine.models.unload(served.name, reason="admin request")
+    return JSONResponse({**model_summary(served), "unloaded": unloaded})
+
+
+async def events(request: Request) -> Response:
+    seq, items = _engine(request).events.since(_since(request))
+    return JSONResponse({"seq": seq, "events": items})
+
+
+async def requests_log(request: Request) -> Response:
+    seq, items = _engine(request).requests.since(_since(request))
+    return JSONResponse({"seq": seq, "requests": items})

@@ -1,0 +1,120 @@
+"""The engine: one object that owns the running config, the router, the models and the logs.
+
+No module-level state: the ASGI app holds one Engine in `app.state.engine`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from laya_desktop.config.schema import Config
+from laya_desktop.config.store import config_to_dict, load_config, save_config_atomic
+from laya_desktop.config.validate import validate_config
+from laya_desktop.engine.model_manager import ModelManager
+from laya_desktop.engine.remote import make_client
+from laya_desktop.routing.router import Router
+from laya_desktop.telemetry.events import EventLog, RequestLog
+
+log = logging.getLogger("laya.engine")
+
+CONFIG_POLL_S = 1.0
+
+
+class ConfigRefused(Exception):
+    def __init__(self, errors: list):
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+class Engine:
+    def __init__(self, config: Config, config_path: Path | None = None):
+        self.config = config
+        self.config_path = config_path
+        self.router = Router(config)
+        self.events = EventLog()
+        self.requests = RequestLog()
+        self.models = ModelManager(config, self.events)
+        self.remote = make_client()
+        self.started_at = time.time()
+        self.guard = None  # set by the memory guard when it starts
+        self._apply_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task] = []
+        self._config_stamp = self._stamp()
+        self.request_counts: dict[tuple[str, int], int] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._tasks.append(asyncio.ensure_future(self.models.warmup()))
+        if self.config_path is not None:
+            self._tasks.append(asyncio.ensure_future(self._watch_config_file()))
+        from laya_desktop.engine.background import start_background
+        self._tasks += start_background(self)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.models.stop_all()
+        await self.remote.aclose()
+
+    # -- config ------------------------------------------------------------------------------
+    async def apply_raw_config(self, raw: dict, persist: bool = True) -> Config:
+        config, errors = validate_config(raw)
+        if errors or config is None:
+            raise ConfigRefused(errors)
+        async with self._apply_lock:
+            if persist and self.config_path is not None:
+                await asyncio.to_thread(save_config_atomic, config, self.config_path)
+                self._config_stamp = self._stamp()
+            await self._swap_config(config, source="api" if persist else "file")
+        return config
+
+    async def _swap_config(self, config: Config, source: str) -> None:
+        self.router = Router(config)
+        self.config = config
+        await self.models.apply_config(config)
+        self.events.record("config_applied", reason=f"from {source}")
+        asyncio.ensure_future(self.models.warmup())
+
+    def config_dict(self) -> dict:
+        return config_to_dict(self.config)
+
+    def _stamp(self):
+        if self.config_path is None:
+            return None
+        try:
+            st = self.config_path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    async def _watch_config_file(self) -> None:
+        """Apply hand edits of models.yaml; a broken edit keeps the running config."""
+        while True:
+            await asyncio.sleep(CONFIG_POLL_S)
+            stamp = self._stamp()
+            if stamp is None or stamp == self._config_stamp:
+                continue
+            self._config_stamp = stamp
+            try:
+                config = await asyncio.to_thread(load_config, self.config_path)
+            except Exception as exc:  # ConfigInvalid or an unreadable file
+                errors = getattr(exc, "errors", None) or [str(exc)]
+                reason = "; ".join(str(e) for e in errors)
+                log.warning("models.yaml changed but was refused, keeping the running config: %s",
+                            reason)
+                self.events.record("config_rejected", reason=reason)
+                continue
+            if config == self.config:
+                continue
+            async with self._apply_lock:
+                await self._swap_config(config, source="file")
+            log.info("applied the edited %s", self.config_path)
+
+    # -- request log -------------------------------------------------------------------------
+    def record_request(self, fields: dict) -> None:
+        key = (fields.get("model") or "", int(fields.get("status") or 0))
+        self.request_counts[key] = self.request_counts.get(key, 0) + 1
+        self.requests.record(**fields)

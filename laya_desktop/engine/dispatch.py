@@ -1,0 +1,117 @@
+"""Starting a generation on the routed model, falling back along the rule's list.
+
+A candidate is skipped for the next one when it cannot serve before anything reached the client:
+queue full or timed out, load refused or failed, runner crashed, remote error. Only then does the
+response start, so its headers can name the model that really answers.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from laya_desktop.engine import errors
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.model_manager import LoadRefused, ModelManager, ServedModel
+from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
+from laya_desktop.engine.remote import RemoteError, RemoteStream, open_remote
+from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
+
+# Errors that a runner reports at once and that no other model would answer differently.
+CLIENT_ERRORS = {"context_length_exceeded": 400, "bad_request": 400}
+
+
+@dataclass
+class Attempt:
+    model: str
+    error: ApiError
+
+
+@dataclass
+class LocalGeneration:
+    served: ServedModel
+    handle: RunnerHandle
+    req_id: str
+    queue: asyncio.Queue
+    first: dict
+    started: float
+    first_event_at: float
+    attempts: list[Attempt] = field(default_factory=list)
+    finished: bool = False
+
+    async def events(self):
+        event = self.first
+        while True:
+            yield event
+            if event.get("event") in ("done", "error"):
+                self.finished = True
+                return
+            event = await self.queue.get()
+
+    async def close(self) -> None:
+        await self.handle.close_stream(self.req_id, cancel=not self.finished)
+        self.served.queue.release()
+        self.served.touch()
+
+
+async def _start_local(manager: ModelManager, served: ServedModel, command: dict,
+                       timeout_s: float) -> LocalGeneration:
+    started = time.monotonic()
+    await served.queue.acquire(timeout_s)
+    try:
+        served.touch()
+        handle = await manager.ensure_ready(served)
+        req_id = uuid.uuid4().hex
+        queue = await handle.open_stream(req_id, command)
+        first = await queue.get()
+    except BaseException:
+        served.queue.release()
+        raise
+    gen = LocalGeneration(served, handle, req_id, queue, first, started, time.monotonic())
+    if first.get("event") == "error":
+        gen.finished = True
+        await gen.close()
+        code = first.get("code") or "internal"
+        message = first.get("message") or "generation failed"
+        if code in CLIENT_ERRORS:
+            raise ApiError(CLIENT_ERRORS[code], message, "invalid_request_error", code)
+        raise RunnerError(message, code)
+    served.requests_total += 1
+    return gen
+
+
+async def start_generation(manager: ModelManager, candidates: list[str], command: dict,
+                           body: dict, path: str, timeout_s: float, remote_client):
+    """Returns (generation, attempts); raises the last candidate's ApiError if none could serve."""
+    attempts: list[Attempt] = []
+    for name in candidates:
+        served = manager.get(name)
+        if served is None:
+            attempts.append(Attempt(name, errors.model_not_found(name)))
+            continue
+        try:
+            if served.is_local:
+                gen = await _start_local(manager, served, command, timeout_s)
+            else:
+                gen = await open_remote(remote_client, served, body, path)
+            gen.attempts = attempts
+            return gen
+        except QueueFull:
+            error = errors.queue_full(name)
+        except QueueTimeout:
+            error = errors.queue_timeout(name, int(timeout_s * 1000))
+        except LoadRefused as exc:
+            error = errors.unavailable(str(exc), "load_refused", retry_after=5)
+        except RunnerError as exc:
+            error = errors.unavailable(str(exc), exc.code, retry_after=1)
+        except RemoteError as exc:
+            error = exc.api_error
+        attempts.append(Attempt(name, error))
+    last = attempts[-1].error if attempts else errors.model_not_found(None)
+    last.extra.setdefault("attempts", [{"model": a.model, "code": a.error.code,
+                                        "message": a.error.message} for a in attempts])
+    raise last
+
+
+__all__ = ["start_generation", "LocalGeneration", "RemoteStream", "Attempt"]

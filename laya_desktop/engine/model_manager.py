@@ -1,0 +1,164 @@
+"""The registry of served models: their runners, queues, use times, loads and unloads.
+
+Which model to unload is decided by the pure functions in memory_policy; this module only carries
+the decisions out and records each as an event once its effect is real.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from laya_desktop.config.schema import Config, ModelConfig
+from laya_desktop.engine.model_queue import ModelQueue
+from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle, runner_spec
+
+log = logging.getLogger("laya.models")
+
+
+class LoadRefused(Exception):
+    """Admission control said no: the model would not fit in memory."""
+
+
+@dataclass
+class ServedModel:
+    config: ModelConfig
+    queue: ModelQueue
+    handle: RunnerHandle | None = None  # None for remote models
+    last_used: float = 0.0
+    requests_total: int = 0
+    tokens_window: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.handle is not None
+
+    @property
+    def active(self) -> int:
+        return self.queue.active
+
+    @property
+    def state(self) -> str:
+        if self.handle is None:
+            return "remote"
+        if self.handle.state == "ready" and self.queue.active > 0:
+            return "busy"
+        return self.handle.state
+
+    def touch(self) -> None:
+        self.last_used = time.time()
+
+
+def _spec_key(model: ModelConfig) -> tuple:
+    return (model.backend, model.path, tuple(sorted(runner_spec(model, model.path or "").items())))
+
+
+class ModelManager:
+    def __init__(self, config: Config, events, admission=None):
+        self.events = events
+        self.admission = admission  # async callable(ServedModel) -> None, raises LoadRefused
+        self.models: dict[str, ServedModel] = {}
+        self._load_locks: dict[str, asyncio.Lock] = {}
+        self._config = config
+        for model in config.models:
+            self.models[model.name] = self._new_served(model, config)
+
+    def _new_served(self, model: ModelConfig, config: Config) -> ServedModel:
+        limit = model.effective_parallel if model.is_local else 1_000_000
+        queue = ModelQueue(limit, config.scheduler.max_queue)
+        handle = RunnerHandle(model, on_crash=self._on_crash) if model.is_local else None
+        return ServedModel(model, queue, handle)
+
+    def _on_crash(self, handle: RunnerHandle, message: str) -> None:
+        self.events.record("runner_crashed", model=handle.model.name, reason=message)
+
+    def get(self, name: str) -> ServedModel | None:
+        return self.models.get(name)
+
+    def loaded(self) -> list[ServedModel]:
+        return [m for m in self.models.values()
+                if m.handle is not None and m.handle.state in ("ready", "loading")]
+
+    async def ensure_ready(self, served: ServedModel) -> RunnerHandle:
+        handle = served.handle
+        assert handle is not None
+        if handle.is_ready:
+            return handle
+        lock = self._load_locks.setdefault(served.name, asyncio.Lock())
+        async with lock:
+            if handle.is_ready:
+                return handle
+            if self.admission is not None:
+                await self.admission(served)
+            self.events.record("model_loading", model=served.name)
+            started = time.monotonic()
+            try:
+                await handle.ensure_ready()
+            except RunnerError as exc:
+                self.events.record("load_failed", model=served.name, reason=str(exc))
+                raise
+            self.events.record("model_loaded", model=served.name, pid=handle.pid,
+                               load_ms=round((time.monotonic() - started) * 1000, 1))
+        return handle
+
+    async def unload(self, name: str, kind: str = "model_unloaded", reason: str = "requested",
+                     freed_bytes: int | None = None) -> bool:
+        served = self.models.get(name)
+        if served is None or served.handle is None:
+            return False
+        handle = served.handle
+        if handle.state not in ("ready", "loading", "error") or handle.pid is None:
+            return False
+        pid = handle.pid
+        await handle.stop(reason)
+        self.events.record(kind, model=name, reason=reason, freed_bytes=freed_bytes, pid=pid)
+        return True
+
+    async def apply_config(self, config: Config) -> None:
+        """Swap in a new config: changed or removed models are unloaded, new ones registered."""
+        old = self.models
+        new: dict[str, ServedModel] = {}
+        to_stop: list[ServedModel] = []
+        for model in config.models:
+            prev = old.get(model.name)
+            if prev is not None and _spec_key(prev.config) == _spec_key(model):
+                prev.config = model
+                if prev.handle is not None:
+                    prev.handle.model = model
+                limit = model.effective_parallel if model.is_local else 1_000_000
+                prev.queue.resize(limit, config.scheduler.max_queue)
+                new[model.name] = prev
+            else:
+                if prev is not None:
+                    to_stop.append(prev)
+                new[model.name] = self._new_served(model, config)
+        to_stop += [m for name, m in old.items() if name not in new]
+        self.models = new
+        self._config = config
+        for served in to_stop:
+            if served.handle is not None and served.handle.pid is not None:
+                pid = served.handle.pid
+                await served.handle.stop("config changed")
+                self.events.record("model_unloaded", model=served.name, reason="config changed", pid=pid)
+
+    async def warmup(self) -> None:
+        for served in list(self.models.values()):
+            if served.is_local and served.config.warmup:
+                try:
+                    await self.ensure_ready(served)
+                except (RunnerError, LoadRefused) as exc:
+                    log.warning("warm-up of %s failed: %s", served.name, exc)
+
+    async def stop_all(self) -> None:
+        await asyncio.gather(*(m.handle.stop("engine shutdown") for m in self.models.values()
+                               if m.handle is not None), return_exceptions=True)
+
+    def kill_all(self) -> None:
+        for m in self.models.values():
+            if m.handle is not None:
+                m.handle.kill_now()

@@ -1,0 +1,273 @@
+"""The engine's side of one runner process: the single owner of its state machine.
+
+Callers never read the state and then act on it; they ask `ensure_ready()` (concurrent callers
+share one start) and `open_stream()`. Unloading ends the process: ask, wait a bounded grace
+period, terminate, then kill; only then is the memory certainly back.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from laya_desktop.config.schema import ModelConfig
+
+log = logging.getLogger("laya.runner")
+
+READY_TIMEOUT_S = 180.0
+STOP_GRACE_S = 3.0
+KILL_WAIT_S = 2.0
+STREAM_LIMIT = 16 * 1024 * 1024
+
+
+class RunnerError(Exception):
+    """The runner could not be started or died; `code` says which."""
+
+    def __init__(self, message: str, code: str = "runner_failed"):
+        super().__init__(message)
+        self.code = code
+
+
+def runner_command(backend: str, spec: dict) -> list[str]:
+    args = ["_runner", "--backend", backend, "--spec", json.dumps(spec)]
+    if getattr(sys, "frozen", False):
+        return [sys.executable, *args]
+    return [sys.executable, "-m", "laya_desktop", *args]
+
+
+def runner_spec(model: ModelConfig, resolved_path: str) -> dict:
+    return {
+        "name": model.name,
+        "path": resolved_path,
+        "n_ctx": model.n_ctx,
+        "parallel": model.effective_parallel,
+        "n_gpu_layers": model.n_gpu_layers,
+        "n_threads": model.n_threads,
+        "kv_cache_type": model.kv_cache_type,
+        "chat_format": model.chat_format,
+    }
+
+
+def resolve_path(path: str) -> str:
+    from laya_desktop.runners.builtin import resolve_model_path
+    return str(resolve_model_path(path))
+
+
+class RunnerHandle:
+    def __init__(self, model: ModelConfig, on_crash: Callable[["RunnerHandle", str], None] | None = None):
+        self.model = model
+        self.state = "unloaded"
+        self.error: str | None = None
+        self.info: dict[str, Any] = {}
+        self.stats: dict[str, Any] = {}
+        self.process: asyncio.subprocess.Process | None = None
+        self.loaded_at: float | None = None
+        self._on_crash = on_crash
+        self._starting: asyncio.Future | None = None
+        self._streams: dict[str, asyncio.Queue] = {}
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._tasks: list[asyncio.Task] = []
+        self._ready_event: asyncio.Future | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process and self.process.returncode is None else None
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state == "ready"
+
+    async def ensure_ready(self) -> None:
+        if self.state == "ready":
+            return
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        self.state = "loading"
+        self.error = None
+        try:
+            path = await asyncio.to_thread(resolve_path, self.model.path or "")
+        except (OSError, ValueError) as exc:
+            self._fail(f"cannot load model '{self.model.name}': {exc}")
+            raise RunnerError(self.error, "load_failed") from None
+        cmd = runner_command(self.model.backend, runner_spec(self.model, path))
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.process = await asyncio.create_subprocess_exec(
+            *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT, env=env)
+        self._stderr_tail.clear()
+        self._ready_event = asyncio.get_running_loop().create_future()
+        self._tasks = [asyncio.ensure_future(self._read_events(self.process)),
+                       asyncio.ensure_future(self._read_stderr(self.process))]
+        try:
+            first = await asyncio.wait_for(asyncio.shield(self._ready_event), READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            await self._kill()
+            self._fail(f"model '{self.model.name}' did not load within {READY_TIMEOUT_S:.0f} s")
+            raise RunnerError(self.error, "load_failed") from None
+        if first.get("event") != "ready":
+            await self._reap()
+            message = first.get("message") or self._exit_message()
+            self._fail(f"cannot load model '{self.model.name}': {message}")
+            raise RunnerError(self.error, "load_failed")
+        self.info = first.get("info", {})
+        self.loaded_at = time.time()
+        self.state = "ready"
+
+    def _fail(self, message: str) -> None:
+        self.state = "error"
+        self.error = message
+        log.warning(message)
+
+    async def _read_events(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            try:
+                line = await proc.stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            if not line:
+                break
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("runner %s wrote a non-JSON line: %r", self.model.name, line[:200])
+                continue
+            self._dispatch(event)
+        await proc.wait()
+        await asyncio.sleep(0)  # let the stderr reader collect the last lines
+        self._on_exit(proc)
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while True:
+            line = await proc.stderr.readline()
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip()
+            self._stderr_tail.append(text)
+            log.debug("[%s] %s", self.model.name, text)
+
+    def _dispatch(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind in ("ready", "load_failed"):
+            if self._ready_event and not self._ready_event.done():
+                self._ready_event.set_result(event)
+            return
+        if kind == "stats":
+            self.stats = event
+            return
+        queue = self._streams.get(event.get("id"))
+        if queue is not None:
+            queue.put_nowait(event)
+
+    def _exit_message(self) -> str:
+        code = self.process.returncode if self.process else None
+        tail = " | ".join(line for line in list(self._stderr_tail)[-5:] if line.strip())
+        return f"runner exited with code {code}" + (f": {tail}" if tail else "")
+
+    def _on_exit(self, proc: asyncio.subprocess.Process) -> None:
+        if self._ready_event and not self._ready_event.done():
+            self._ready_event.set_result({"event": "load_failed", "message": self._exit_message()})
+            return
+        if self.state in ("stopping", "unloaded"):
+            return
+        self._fail(f"runner of model '{self.model.name}' crashed: {self._exit_message()}")
+        if self._on_crash:
+            self._on_crash(self, self.error)  # recorded before the requests it hit are answered
+        self._fail_streams("runner_crashed", self.error)
+
+    def _fail_streams(self, code: str, message: str) -> None:
+        for queue in self._streams.values():
+            queue.put_nowait({"event": "error", "code": code, "message": message})
+
+    async def send(self, command: dict) -> None:
+        proc = self.process
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            raise RunnerError(f"runner of model '{self.model.name}' is not running", "runner_crashed")
+        try:
+            proc.stdin.write((json.dumps(command) + "\n").encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise RunnerError(f"runner of model '{self.model.name}' is gone: {exc}", "runner_crashed")
+
+    async def open_stream(self, req_id: str, command: dict) -> asyncio.Queue:
+        queue: asyncio.Queue = asyncio.Queue()
+        self._streams[req_id] = queue
+        try:
+            await self.send({**command, "op": "generate", "id": req_id})
+        except RunnerError:
+            self._streams.pop(req_id, None)
+            raise
+        return queue
+
+    async def close_stream(self, req_id: str, cancel: bool) -> None:
+        self._streams.pop(req_id, None)
+        if cancel and self.state == "ready":
+            try:
+                await self.send({"op": "cancel", "id": req_id})
+            except RunnerError:
+                pass
+
+    async def stop(self, reason: str = "unload") -> None:
+        """End the runner; returns once the process has exited."""
+        if self._starting and not self._starting.done():
+            try:
+                await asyncio.shield(self._starting)
+            except Exception:
+                pass
+        proc = self.process
+        if proc is None or proc.returncode is not None:
+            self.state = "unloaded" if self.state != "error" else self.state
+            return
+        self.state = "stopping"
+        self._fail_streams("model_unloaded", f"model '{self.model.name}' was unloaded ({reason})")
+        try:
+            await self.send({"op": "shutdown"})
+        except RunnerError:
+            pass
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            await self._kill()
+        await self._reap()
+        self.state = "unloaded"
+        self.info = {}
+        self.stats = {}
+        self.loaded_at = None
+
+    async def _kill(self) -> None:
+        proc = self.process
+        if proc is None or proc.returncode is not None:
+            return
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+    async def _reap(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            await self.process.wait()
+        for task in self._tasks:
+            try:
+                await asyncio.wait_for(task, 2.0)
+            except (asyncio.TimeoutError, Exception):
+                task.cancel()
+        self._tasks = []
+
+    def kill_now(self) -> None:
+        """Synchronous last resort at engine exit."""
+        if self.process is not None and self.process.returncode is None:
+            try:
+                self.process.kill()
+            except ProcessLookupError:
+                pass
