@@ -1,0 +1,159 @@
+"""How much memory a llama.cpp runner will need for a GGUF model at given settings.
+
+The estimate is what the runner process will hold once loaded and serving, in the currency the
+memory policy uses (private memory + the mapped weights it needs):
+
+- weights: the tensor data, memory-mapped (page cache), plus the copy a CPU build keeps of
+  tensors it repacks for faster kernels (Q4_0, Q4_K, IQ4_NL on x86-64 / ARM; Gemma 3 270M: 12.7
+  MiB). Layers offloaded to a GPU move to VRAM (the input embeddings always stay in RAM).
+- KV cache: bytes per token = sum over layers of n_head_kv x (head_dim_k + head_dim_v) x element
+  size (f16 2 bytes, q8_0 34/32, q4_0 18/32), times n_ctx x parallel cells (llama.cpp pads each
+  sequence's share to 256 cells). Sliding-window layers (Gemma 2/3, Cohere 2): the runner sets
+  `swa_full = True` (llama.cpp's default too), so they get full-size caches and the estimate counts
+  every layer at full size; with `swa_full=False` they would hold only n_swa x parallel + n_ubatch
+  cells, which `estimate_memory(..., swa_full=False)` models. llama.cpp writes the whole cache when
+  it clears it, so all of it is resident from the start (measured: RSS grows 18 KiB per cell for
+  Gemma, exactly its bytes per token).
+- compute: llama.cpp *reserves* a compute buffer sized for the worst graph, dominated by the
+  logits of a full micro-batch (n_vocab x n_ubatch x 4 bytes: 512 MiB for Gemma's 262k vocabulary)
+  — but that is virtual memory; only the parts a step touches become resident. The runner asks
+  for logits of the last position of each sequence only, so the estimate counts logits for
+  `parallel` outputs (twice: graph tensor and output buffer), the activations of one micro-batch,
+  and, without flash attention, the attention scores of a micro-batch against one sequence's
+  context (2 x n_head x n_ubatch x n_ctx x 4 bytes). `compute_reserved_bytes` reports the virtual
+  reservation separately; it is not in the total.
+- overhead: the runner process itself (Python + the llama.cpp libraries: 48-49 MiB RSS measured
+  after `import llama_cpp`), llama.cpp's model and context bookkeeping (~8 MiB, measured with a
+  tiny model) and the vocabulary (token strings, scores, piece cache: ~200 bytes per token,
+  measured between vocabularies of 280 and 262k tokens).
+
+Calibration on Gemma 3 270M Q4_K_M (Linux x86-64, CPU, llama-cpp-python 0.3.36): n_ctx 1024 x 4
+estimates 449 MiB; a fresh runner measured 422 MiB RSS after a warm-up completion (374 MiB of it
+grown across the load). tests/test_memory_estimate.py re-measures this.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from laya_desktop.runners.gguf_info import GgufInfo
+
+MIB = 1 << 20
+KV_ELEMENT_BYTES = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+RUNTIME_BYTES = 50 * MIB          # python + llama_cpp libraries in a runner process
+CONTEXT_FIXED_BYTES = 8 * MIB     # llama.cpp model + context bookkeeping, graph metadata
+VOCAB_BYTES_PER_TOKEN = 200
+N_UBATCH = 512                    # the runner's micro-batch (llama_cpp_backend.N_BATCH)
+KV_PAD = 256                      # llama.cpp pads each sequence's cells to this
+CPU_REPACK_TYPES = ("Q4_0", "Q4_K", "IQ4_NL")
+
+
+@dataclass
+class MemoryEstimate:
+    weights_bytes: int          # in RAM: mapped tensor data (+ CPU repack copies)
+    kv_bytes: int               # in RAM
+    kv_bytes_per_token: int     # all layers at full size, at this kv_cache_type
+    compute_bytes: int          # resident part of the compute and output buffers, in RAM
+    overhead_bytes: int         # runtime + llama.cpp bookkeeping + vocabulary
+    total_bytes: int            # RAM: weights + kv + compute + overhead
+    vram_bytes: int             # offloaded layers' weights, their KV and a GPU compute buffer
+    runtime_bytes: int = RUNTIME_BYTES  # the part of overhead a bare runner process holds
+    kv_tokens: int = 0          # cells allocated: parallel x n_ctx (padded)
+    compute_reserved_bytes: int = 0     # what llama.cpp reserves (virtual; mostly never touched)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def kv_bytes_per_token(info: GgufInfo, kv_cache_type: str = "f16") -> int:
+    """KV bytes per token over all layers: n_layer x n_head_kv x (head_dim_k + head_dim_v) x element size."""
+    return math.ceil(info.kv_elements_per_token * _element_bytes(kv_cache_type))
+
+
+def _element_bytes(kv_cache_type: str) -> float:
+    try:
+        return KV_ELEMENT_BYTES[kv_cache_type]
+    except KeyError:
+        raise ValueError(f"unknown kv_cache_type {kv_cache_type!r} "
+                         f"(valid: {', '.join(KV_ELEMENT_BYTES)})") from None
+
+
+def _pad(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: str = "f16",
+                    n_gpu_layers: int = 0, *, swa_full: bool = True, flash_attn: bool = True,
+                    n_ubatch: int = N_UBATCH) -> MemoryEstimate:
+    """Memory a runner needs for `info` with `n_ctx` tokens per sequence and `parallel` sequences."""
+    if n_ctx < 1 or parallel < 1:
+        raise ValueError("n_ctx and parallel must be at least 1")
+    elem = _element_bytes(kv_cache_type)
+    notes: list[str] = []
+    n_layer = max(info.n_layer, 1)
+
+    # -- KV cache ---------------------------------------------------------------------------
+    cells = parallel * _pad(n_ctx, KV_PAD)
+    swa = set(info.swa_layers)
+    swa_cells = cells
+    if swa and not swa_full and info.sliding_window:
+        swa_cells = min(cells, parallel * _pad(info.sliding_window + n_ubatch, KV_PAD))
+    layer_bytes = [h * (info.head_dim_k + info.head_dim_v) * elem for h in info.n_head_kv_per_layer]
+    kv_layer_total = [b * (swa_cells if i in swa else cells) for i, b in enumerate(layer_bytes)]
+    if swa:
+        notes.append(f"{len(swa)} of {info.n_layer} layers use sliding-window attention "
+                     f"(window {info.sliding_window}); "
+                     + ("counted at full size (swa_full, as the runner configures llama.cpp)" if swa_full
+                        else f"counted at {swa_cells} cells (swa_full off)"))
+
+    # -- GPU offload ------------------------------------------------------------------------
+    if n_gpu_layers < 0 or n_gpu_layers > info.n_layer:
+        gpu_layers = info.n_layer
+    else:
+        gpu_layers = n_gpu_layers
+    frac = gpu_layers / n_layer
+    all_on_gpu = gpu_layers >= info.n_layer and info.n_layer > 0
+
+    repack = sum(b for t, b in info.tensor_types.items() if t in CPU_REPACK_TYPES)
+    if info.token_embd_type in CPU_REPACK_TYPES:
+        repack -= info.token_embd_bytes  # read with get_rows, never repacked
+    offloadable = info.tensor_bytes - info.token_embd_bytes
+    weights_vram = int(offloadable * frac)
+    weights_ram = info.tensor_bytes - weights_vram + int(repack * (1 - frac))
+    kv_total = int(sum(kv_layer_total))
+    gpu_kv_layers = range(info.n_layer - gpu_layers, info.n_layer)  # llama.cpp offloads the last layers
+    kv_vram = int(sum(kv_layer_total[i] for i in gpu_kv_layers if i < len(kv_layer_total)))
+    kv_ram = kv_total - kv_vram
+
+    # -- compute buffers ----------------------------------------------------------------------
+    logits = 2 * info.n_vocab * 4 * parallel
+    n_ff = info.n_ff or 4 * info.n_embd
+    activations = n_ubatch * (4 * info.n_embd + 2 * n_ff) * 4
+    attention = 0 if flash_attn else 2 * info.n_head * n_ubatch * _pad(n_ctx, KV_PAD) * 4
+    compute = logits + activations + attention
+    reserved = max(info.n_vocab * n_ubatch * 4,
+                   2 * info.n_head * n_ubatch * cells * 4 if not flash_attn else 0) + activations
+    compute_vram = 0
+    if gpu_layers > 0:
+        # the GPU holds its own compute buffer (reserved and touched: no lazy paging in VRAM)
+        compute_vram = activations + attention + (info.n_vocab * n_ubatch * 4 if all_on_gpu else 0)
+        notes.append(f"{gpu_layers} of {info.n_layer} layers on the GPU; VRAM figure is rougher than RAM")
+    if not flash_attn:
+        notes.append("without flash attention the attention scores of a micro-batch count too")
+
+    overhead = RUNTIME_BYTES + CONTEXT_FIXED_BYTES + VOCAB_BYTES_PER_TOKEN * info.n_vocab
+    if repack and frac < 1:
+        notes.append(f"CPU builds keep a repacked copy of {repack / MIB:.1f} MiB of "
+                     f"{'/'.join(t for t in CPU_REPACK_TYPES if t in info.tensor_types)} weights")
+    notes.append(f"llama.cpp reserves a {reserved / MIB:.0f} MiB compute buffer; only the touched "
+                 f"part ({compute / MIB:.0f} MiB estimated) becomes resident")
+
+    total = weights_ram + kv_ram + compute + overhead
+    return MemoryEstimate(
+        weights_bytes=int(weights_ram), kv_bytes=int(kv_ram),
+        kv_bytes_per_token=kv_bytes_per_token(info, kv_cache_type), compute_bytes=int(compute),
+        overhead_bytes=int(overhead), total_bytes=int(total),
+        vram_bytes=int(weights_vram + kv_vram + compute_vram), runtime_bytes=RUNTIME_BYTES,
+        kv_tokens=cells, compute_reserved_bytes=int(reserved), notes=notes,
+    )

@@ -1,0 +1,193 @@
+"""The load generator: `concurrency` workers send `requests` chat completions and time them.
+
+Shared by `laya loadtest` and the GUI's load tester. Streaming requests time the first content
+chunk (TTFT) and take the completion token count from the final usage chunk (requested with
+`stream_options: {"include_usage": true}`), else count content chunks. Every result goes to
+`on_result` as it lands, so the GUI can plot live; `cancel` (anything with `is_set()`: a
+threading.Event from the GUI thread, or an asyncio.Event) stops new requests and cuts streams in
+flight short.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from typing import Callable
+
+import httpx
+
+from laya_desktop.loadtest.report import LoadTestReport, RequestResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPTS = [
+    "Write a haiku about autumn rain.",
+    "Explain in two sentences why the sky is blue.",
+    "List three uses of a paperclip.",
+    "What is the capital of Australia? Answer briefly.",
+    "Translate 'good morning, friends' into French and Spanish.",
+    "Write a Python function that reverses a string.",
+    "Give me a short tip for staying focused while studying.",
+    "Summarize the plot of Romeo and Juliet in one sentence.",
+    "Describe the smell of fresh bread to someone who has never smelled it.",
+    "Count from one to ten in words.",
+    "Suggest a name for a small orange cat.",
+    "What is 17 times 23? Show the steps.",
+]
+
+
+def chat_url(url: str) -> str:
+    """The chat completions endpoint for a server root, with or without a trailing /v1."""
+    root = url.strip().rstrip("/")
+    if root.endswith("/v1"):
+        root = root[:-3]
+    return root + "/v1/chat/completions"
+
+
+def _error_text(body: bytes | str, status: int) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        err = json.loads(text).get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return f"{status}: {err['message']}"
+    except (ValueError, AttributeError):
+        pass
+    return f"{status}: {text.strip()[:200] or 'no body'}"
+
+
+class _Cancelled(Exception):
+    pass
+
+
+async def _one(client: httpx.AsyncClient, endpoint: str, headers: dict, body: dict, stream: bool,
+               index: int, t0: float, cancel) -> RequestResult:
+    start = time.perf_counter()
+    result = RequestResult(index=index, status=0, latency_ms=0.0, started_s=round(start - t0, 4))
+    try:
+        if stream:
+            await _stream(client, endpoint, headers, body, result, start, cancel)
+        else:
+            resp = await client.post(endpoint, headers=headers, json=body)
+            _take_headers(result, resp)
+            if resp.status_code != 200:
+                result.error = _error_text(resp.content, resp.status_code)
+            else:
+                data = resp.json()
+                usage = data.get("usage") or {}
+                result.completion_tokens = int(usage.get("completion_tokens") or 0)
+    except _Cancelled:
+        result.error = result.error or "cancelled"
+    except httpx.HTTPError as exc:
+        result.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except (ValueError, KeyError, TypeError) as exc:
+        result.error = f"bad response: {exc}"
+    result.latency_ms = round((time.perf_counter() - start) * 1000, 2)
+    return result
+
+
+def _take_headers(result: RequestResult, resp: httpx.Response) -> None:
+    result.status = resp.status_code
+    result.route = resp.headers.get("x-laya-route")
+    result.model = resp.headers.get("x-laya-model")
+
+
+async def _stream(client, endpoint, headers, body, result: RequestResult, start: float, cancel) -> None:
+    async with client.stream("POST", endpoint, headers=headers, json=body) as resp:
+        _take_headers(result, resp)
+        if resp.status_code != 200:
+            result.error = _error_text(await resp.aread(), resp.status_code)
+            return
+        chunks = 0
+        usage_tokens = None
+        done = False
+        async for line in resp.aiter_lines():
+            if cancel is not None and cancel.is_set():
+                raise _Cancelled
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                done = True
+                break
+            chunk = json.loads(payload)
+            if chunk.get("error"):
+                err = chunk["error"]
+                result.error = f"stream error: {err.get('message') if isinstance(err, dict) else err}"
+                return
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    chunks += 1
+                    if result.ttft_ms is None:
+                        result.ttft_ms = round((time.perf_counter() - start) * 1000, 2)
+            if chunk.get("usage"):
+                usage_tokens = chunk["usage"].get("completion_tokens")
+        if not done:
+            result.error = "stream ended without [DONE]"
+        result.completion_tokens = int(usage_tokens) if usage_tokens is not None else chunks
+
+
+async def run_loadtest(url: str, concurrency: int = 4, requests: int = 40, max_tokens: int = 16,
+                       prompts: list[str] | None = None, tags: list[str] | None = None,
+                       model: str = "auto", api_key: str | None = None, stream: bool = True,
+                       on_result: Callable[[RequestResult], object] | None = None, cancel=None,
+                       timeout_s: float = 300.0, temperature: float | None = None,
+                       transport: httpx.AsyncBaseTransport | None = None) -> LoadTestReport:
+    """Send `requests` chat completions, at most `concurrency` at a time; returns when all are
+    answered (or `cancel` is set). Request i uses prompts[i % len(prompts)]."""
+    if concurrency < 1 or requests < 0:
+        raise ValueError("concurrency must be at least 1 and requests not negative")
+    prompts = [p for p in (prompts or DEFAULT_PROMPTS) if p.strip()] or DEFAULT_PROMPTS
+    endpoint = chat_url(url)
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    if tags:
+        headers["X-Laya-Tags"] = ",".join(tags)
+
+    def body_for(i: int) -> dict:
+        body = {"model": model, "messages": [{"role": "user", "content": prompts[i % len(prompts)]}],
+                "max_tokens": max_tokens, "stream": stream}
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if temperature is not None:
+            body["temperature"] = temperature
+        return body
+
+    results: list[RequestResult] = []
+    next_index = 0
+    t0 = time.perf_counter()
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    timeout = httpx.Timeout(timeout_s, connect=10.0)
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal next_index
+        while next_index < requests and not (cancel is not None and cancel.is_set()):
+            i = next_index
+            next_index += 1
+            result = await _one(client, endpoint, headers, body_for(i), stream, i, t0, cancel)
+            results.append(result)
+            if on_result is not None:
+                try:
+                    ret = on_result(result)
+                    if inspect.isawaitable(ret):
+                        await ret
+                except Exception:
+                    log.exception("loadtest on_result callback failed")
+
+    async with httpx.AsyncClient(limits=limits, timeout=timeout, transport=transport) as client:
+        await asyncio.gather(*(worker(client) for _ in range(min(concurrency, max(requests, 1)))))
+    wall = time.perf_counter() - t0
+    results.sort(key=lambda r: r.index)
+    cancelled = (cancel is not None and cancel.is_set()
+                 and (len(results) < requests or any(r.error == "cancelled" for r in results)))
+    return LoadTestReport(results=results, wall_s=wall, url=url, concurrency=concurrency,
+                          cancelled=bool(cancelled),
+                          settings={"max_tokens": max_tokens, "stream": stream, "model": model})
+
+
+def run_loadtest_sync(*args, **kwargs) -> LoadTestReport:
+    """`run_loadtest` on a fresh event loop (for a worker thread or a script)."""
+    return asyncio.run(run_loadtest(*args, **kwargs))

@@ -1,0 +1,129 @@
+"""Load-test results and their aggregation: pure functions over RequestResult lists."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RequestResult:
+    index: int
+    status: int                     # HTTP status; 0 when no response came (connection error, timeout)
+    latency_ms: float
+    ttft_ms: float | None = None    # first content chunk (streaming only)
+    completion_tokens: int = 0
+    route: str | None = None        # X-Laya-Route
+    model: str | None = None        # X-Laya-Model
+    error: str | None = None
+    started_s: float = 0.0          # seconds from the start of the test
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300 and self.error is None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LoadTestReport:
+    results: list[RequestResult]
+    wall_s: float
+    url: str = ""
+    concurrency: int = 0
+    cancelled: bool = False
+    settings: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        out = aggregate(self.results, self.wall_s)
+        out.update({"url": self.url, "concurrency": self.concurrency, "cancelled": self.cancelled})
+        out.update(self.settings)
+        return out
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default); None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _dist(values: list[float]) -> dict:
+    def r(v):
+        return None if v is None else round(v, 2)
+    return {"p50": r(percentile(values, 50)), "p95": r(percentile(values, 95)),
+            "p99": r(percentile(values, 99)),
+            "mean": r(sum(values) / len(values)) if values else None,
+            "max": r(max(values)) if values else None}
+
+
+def aggregate(results: list[RequestResult], wall_s: float) -> dict:
+    """{"requests", "ok", "errors", "status_counts", "latency_ms", "ttft_ms", "tokens_per_s",
+    "completion_tokens", "requests_per_s", "wall_s", "routes", "models", "error_samples"}.
+
+    Latency and TTFT percentiles are over successful requests only (a refusal answered in 1 ms
+    would otherwise look like speed); tokens/s is completion tokens of successful requests over
+    the test's wall time.
+    """
+    ok = [r for r in results if r.ok]
+    status_counts: dict[str, int] = {}
+    routes: dict[str, int] = {}
+    models: dict[str, int] = {}
+    samples: list[str] = []
+    for r in results:
+        key = str(r.status) if r.status else "no_response"
+        status_counts[key] = status_counts.get(key, 0) + 1
+        if r.route:
+            routes[r.route] = routes.get(r.route, 0) + 1
+        if r.model:
+            models[r.model] = models.get(r.model, 0) + 1
+        if not r.ok and r.error and r.error not in samples and len(samples) < 5:
+            samples.append(r.error)
+    tokens = sum(r.completion_tokens for r in ok)
+    return {
+        "requests": len(results),
+        "ok": len(ok),
+        "errors": len(results) - len(ok),
+        "status_counts": dict(sorted(status_counts.items())),
+        "latency_ms": _dist([r.latency_ms for r in ok]),
+        "ttft_ms": _dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        "completion_tokens": tokens,
+        "tokens_per_s": round(tokens / wall_s, 2) if wall_s > 0 else 0.0,
+        "requests_per_s": round(len(results) / wall_s, 2) if wall_s > 0 else 0.0,
+        "wall_s": round(wall_s, 3),
+        "routes": dict(sorted(routes.items())),
+        "models": dict(sorted(models.items())),
+        "error_samples": samples,
+    }
+
+
+def _ms(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def render_table(summary: dict) -> str:
+    """A plain-text table of a summary from `aggregate` / `LoadTestReport.summary`."""
+    lat, ttft = summary["latency_ms"], summary["ttft_ms"]
+    lines = [
+        f"requests     {summary['requests']}  ok {summary['ok']}  errors {summary['errors']}"
+        f"  in {summary['wall_s']:.2f} s ({summary['requests_per_s']:.2f} req/s)",
+        f"statuses     " + ", ".join(f"{k}: {v}" for k, v in summary["status_counts"].items()),
+        "",
+        f"{'':12} {'p50':>9} {'p95':>9} {'p99':>9} {'mean':>9} {'max':>9}",
+        f"{'latency ms':12} " + " ".join(f"{_ms(lat[k]):>9}" for k in ("p50", "p95", "p99", "mean", "max")),
+        f"{'TTFT ms':12} " + " ".join(f"{_ms(ttft[k]):>9}" for k in ("p50", "p95", "p99", "mean", "max")),
+        "",
+        f"tokens/s     {summary['tokens_per_s']:.1f}  ({summary['completion_tokens']} completion tokens)",
+    ]
+    if summary["routes"]:
+        lines.append("routes       " + ", ".join(f"{k}: {v}" for k, v in summary["routes"].items()))
+    if summary["models"]:
+        lines.append("models       " + ", ".join(f"{k}: {v}" for k, v in summary["models"].items()))
+    for err in summary.get("error_samples", []):
+        lines.append(f"error        {err}")
+    if summary.get("cancelled"):
+        lines.append("cancelled before all requests were sent")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""NVIDIA GPU memory through NVML (the nvidia-ml-py package, imported as pynvml).
+
+No GPU, no NVML library or no driver is a normal state, not an error: `available` is False,
+`status_message` says why (logged once, at info) and `sample()` returns []. A failure while
+sampling (a GPU falling off the bus, a driver reload) is logged once and never raised.
+"""
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class GpuSampler:
+    def __init__(self):
+        self.available = False
+        self.status_message = ""
+        self._nvml = None
+        self._devices: list[tuple[int, object, str]] = []  # (index, handle, name)
+        self._warned = False
+        self._init()
+
+    def _init(self) -> None:
+        try:
+            import pynvml
+        except ImportError:
+            self._unavailable("no GPU telemetry: nvidia-ml-py is not installed")
+            return
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
+            self._unavailable(f"no NVIDIA GPU telemetry: {_text(exc) or type(exc).__name__}")
+            return
+        self._nvml = pynvml
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            for i in range(count):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+                self._devices.append((i, handle, _text(pynvml.nvmlDeviceGetName(handle))))
+        except Exception as exc:
+            self._unavailable(f"NVML could not list the GPUs: {_text(exc)}")
+            self.close()
+            return
+        if not self._devices:
+            self._unavailable("NVML found no NVIDIA GPU")
+            self.close()
+            return
+        self.available = True
+        self.status_message = ", ".join(f"GPU {i}: {name}" for i, _, name in self._devices)
+        log.info("GPU telemetry: %s", self.status_message)
+
+    def _unavailable(self, message: str) -> None:
+        self.available = False
+        self.status_message = message
+        log.info("%s", message)
+
+    def sample(self) -> list[dict]:
+        """[{index, name, used, total, processes: {pid: used_bytes}}] — [] when unavailable."""
+        if not self.available:
+            return []
+        nvml = self._nvml
+        out = []
+        for index, handle, name in self._devices:
+            try:
+                mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+                gpu = {"index": index, "name": name, "used": int(mem.used), "total": int(mem.total),
+                       "processes": self._processes(handle)}
+            except Exception as exc:
+                if not self._warned:
+                    self._warned = True
+                    log.warning("GPU %d telemetry failed (reported once): %s", index, _text(exc))
+                continue
+            out.append(gpu)
+        return out
+
+    def _processes(self, handle) -> dict[int, int]:
+        nvml = self._nvml
+        procs: dict[int, int] = {}
+        for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            fn = getattr(nvml, getter, None)
+            if fn is None:
+                continue
+            try:
+                for p in fn(handle):
+                    used = p.usedGpuMemory
+                    # None (NVML_VALUE_NOT_AVAILABLE) in containers and on some drivers
+                    procs[int(p.pid)] = procs.get(int(p.pid), 0) + (int(used) if used else 0)
+            except Exception:
+                continue
+        return procs
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:
+                pass
+            self._nvml = None
+        self.available = False
