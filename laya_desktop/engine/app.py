@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from laya_desktop.engine import admin_api, openai_api
+from laya_desktop.engine import admin_api, openai_api, telemetry_api
 from laya_desktop.engine.core import Engine
 from laya_desktop.engine.errors import ApiError
 
@@ -81,18 +81,10 @@ def create_app(engine: Engine) -> Starlette:
         Route("/admin/events", admin_api.events, methods=["GET"]),
         Route("/admin/requests", admin_api.requests_log, methods=["GET"]),
     ]
-    routes += _telemetry_routes()
+    routes += telemetry_api.routes()
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.engine = engine
     app.add_middleware(ApiKeyMiddleware, engine=engine)
     return app
-
-
-def _telemetry_routes() -> list[Route]:
-    try:
-        from laya_desktop.engine import telemetry_api
-    except ImportError:
-        return []
-    return telemetry_api.routes()

@@ -1,9 +1,11 @@
-"""The engine's periodic work: idle unloads (and, once started, telemetry and the memory guard)."""
+"""The engine's periodic work: telemetry (which drives the memory guard) and idle unloads."""
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+
+from laya_desktop.engine.memory_policy import LoadedModel, plan_idle_unloads
 
 log = logging.getLogger("laya.engine")
 
@@ -11,26 +13,30 @@ IDLE_CHECK_S = 1.0
 
 
 def start_background(engine) -> list[asyncio.Task]:
-    return [asyncio.ensure_future(_idle_unloads(engine))]
+    return [asyncio.ensure_future(engine.telemetry.run()),
+            asyncio.ensure_future(_idle_unloads(engine))]
 
 
-def idle_models(engine, now: float) -> list[str]:
-    names = []
+def idle_candidates(engine) -> tuple[list[LoadedModel], dict[str, float]]:
+    loaded, ttls = [], {}
     for served in engine.models.models.values():
-        cfg = served.config
-        if (served.handle is None or cfg.keep_in_memory or cfg.idle_ttl_s == 0
-                or served.state != "ready" or served.active or served.queue.queued):
+        if served.handle is None or served.state != "ready":
             continue
-        if now - max(served.last_used, served.handle.loaded_at or 0) >= cfg.idle_ttl_s:
-            names.append(served.name)
-    return names
+        loaded.append(LoadedModel(
+            name=served.name, pinned=served.config.keep_in_memory,
+            busy=served.active > 0 or served.queue.queued > 0,
+            last_used=max(served.last_used, served.handle.loaded_at or 0)))
+        ttls[served.name] = served.config.idle_ttl_s
+    return loaded, ttls
 
 
 async def _idle_unloads(engine) -> None:
     while True:
         await asyncio.sleep(IDLE_CHECK_S)
-        for name in idle_models(engine, time.time()):
+        loaded, ttls = idle_candidates(engine)
+        for name in plan_idle_unloads(loaded, time.time(), ttls):
             try:
-                await engine.models.unload(name, kind="idle_unload", reason="idle TTL reached")
+                await engine.models.unload(name, kind="idle_unload",
+                                           reason=f"idle for {ttls[name]} s")
             except Exception:
                 log.exception("idle unload of %s failed", name)

@@ -12,8 +12,10 @@ from pathlib import Path
 from laya_desktop.config.schema import Config
 from laya_desktop.config.store import config_to_dict, load_config, save_config_atomic
 from laya_desktop.config.validate import validate_config
+from laya_desktop.engine.memory_guard import MemoryGuard
 from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.remote import make_client
+from laya_desktop.engine.telemetry_service import TelemetryService
 from laya_desktop.routing.router import Router
 from laya_desktop.telemetry.events import EventLog, RequestLog
 
@@ -38,7 +40,9 @@ class Engine:
         self.models = ModelManager(config, self.events)
         self.remote = make_client()
         self.started_at = time.time()
-        self.guard = None  # set by the memory guard when it starts
+        self.telemetry = TelemetryService(self)
+        self.guard = MemoryGuard(self)
+        self.models.admission = self.guard.admit
         self._apply_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._config_stamp = self._stamp()
@@ -58,6 +62,7 @@ class Engine:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.models.stop_all()
         await self.remote.aclose()
+        self.telemetry.close()
 
     # -- config ------------------------------------------------------------------------------
     async def apply_raw_config(self, raw: dict, persist: bool = True) -> Config:

@@ -107,7 +107,8 @@ class ModelManager:
         return handle
 
     async def unload(self, name: str, kind: str = "model_unloaded", reason: str = "requested",
-                     freed_bytes: int | None = None) -> bool:
+                     freed_bytes: int | None = None, grace_s: float | None = None,
+                     **extra) -> bool:
         served = self.models.get(name)
         if served is None or served.handle is None:
             return False
@@ -115,8 +116,8 @@ class ModelManager:
         if handle.state not in ("ready", "loading", "error") or handle.pid is None:
             return False
         pid = handle.pid
-        await handle.stop(reason)
-        self.events.record(kind, model=name, reason=reason, freed_bytes=freed_bytes, pid=pid)
+        await handle.stop(reason, grace_s=grace_s)
+        self.events.record(kind, model=name, reason=reason, freed_bytes=freed_bytes, pid=pid, **extra)
         return True
 
     async def apply_config(self, config: Config) -> None:

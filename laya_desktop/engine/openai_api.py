@@ -217,6 +217,8 @@ async def _collect_local(request: Request, engine, gen: LocalGeneration, kind: s
         status = {"runner_crashed": 503, "model_unloaded": 503,
                   "client_disconnected": 499}.get(event.get("code"), 500)
         record.finish(engine, status)
+        if status == 503:
+            headers = {**headers, "Retry-After": "2"}
         return JSONResponse(_error_payload(event), status_code=status, headers=headers)
     usage = _usage(done)
     _note_usage(record, usage)

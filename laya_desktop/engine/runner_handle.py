@@ -216,7 +216,7 @@ class RunnerHandle:
             except RunnerError:
                 pass
 
-    async def stop(self, reason: str = "unload") -> None:
+    async def stop(self, reason: str = "unload", grace_s: float | None = None) -> None:
         """End the runner; returns once the process has exited."""
         if self._starting and not self._starting.done():
             try:
@@ -234,7 +234,7 @@ class RunnerHandle:
         except RunnerError:
             pass
         try:
-            await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
+            await asyncio.wait_for(proc.wait(), STOP_GRACE_S if grace_s is None else grace_s)
         except asyncio.TimeoutError:
             await self._kill()
         await self._reap()

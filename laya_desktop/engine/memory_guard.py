@@ -1,0 +1,156 @@
+"""The memory guard: admission before a load, emergency release while serving.
+
+Decisions come from the pure functions in memory_policy; this module gathers their inputs from
+telemetry and carries the answers out (unloading ends runner processes), recording each event
+once its effect is real.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+
+import psutil
+
+from laya_desktop.engine.memory_policy import (LoadedModel, MemoryState, plan_admission,
+                                               plan_emergency, pressure)
+from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.telemetry.system_sampler import process_memory
+
+log = logging.getLogger("laya.guard")
+
+MEMORY_BACK_TIMEOUT_S = 5.0
+EMERGENCY_GRACE_S = 1.0
+
+
+def estimate_model_bytes(model) -> tuple[int, int] | None:
+    """(RAM, VRAM) a model needs to run well, or None when it cannot be estimated."""
+    from laya_desktop.runners.builtin import resolve_model_path
+    try:
+        path = resolve_model_path(model.path or "")
+    except (OSError, ValueError):
+        return None  # the load itself will fail with the clear message
+    if model.backend == "llama_cpp":
+        from laya_desktop.engine.memory_estimate import estimate_memory
+        from laya_desktop.runners.gguf_info import GgufError, read_gguf_info
+        try:
+            info = read_gguf_info(path)
+        except (GgufError, OSError, ValueError):
+            return None
+        est = estimate_memory(info, model.n_ctx, model.effective_parallel, model.kv_cache_type,
+                              model.n_gpu_layers)
+        return est.total_bytes, est.vram_bytes
+    if model.backend == "mlx":
+        return _estimate_mlx(Path(path), model.n_ctx * model.effective_parallel), 0
+    return None
+
+
+def _estimate_mlx(folder: Path, kv_tokens: int) -> int:
+    weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+    try:
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg = cfg.get("text_config", cfg)
+        heads = cfg.get("num_attention_heads", 1)
+        head_dim = cfg.get("head_dim") or cfg.get("hidden_size", 0) // max(heads, 1)
+        per_token = (cfg.get("num_hidden_layers", 0) * cfg.get("num_key_value_heads", heads)
+                     * head_dim * 2 * 2)
+    except (OSError, ValueError, TypeError):
+        per_token = 0
+    return int(weights * 1.1) + per_token * kv_tokens + 200 * 1024 * 1024
+
+
+class MemoryGuard:
+    def __init__(self, engine):
+        self.engine = engine
+        self.releasing = False
+        self._unloading: asyncio.Task | None = None
+
+    # -- inputs ------------------------------------------------------------------------------
+    def _loaded(self, sample: dict) -> list[LoadedModel]:
+        out = []
+        for name, entry in sample.get("models", {}).items():
+            served = self.engine.models.get(name)
+            if served is None or entry.get("pid") is None or entry["state"] not in ("ready", "busy"):
+                continue
+            out.append(LoadedModel(
+                name=name, pinned=served.config.keep_in_memory, busy=served.active > 0,
+                last_used=max(served.last_used, served.handle.loaded_at or 0),
+                memory_bytes=(entry.get("private") or 0) + (entry.get("shared") or 0),
+                vram_bytes=entry.get("vram") or 0))
+        return out
+
+    @staticmethod
+    def _state(sample: dict, loaded: list[LoadedModel], models: dict) -> MemoryState:
+        gpus = sample.get("gpus") or []
+        mapped = sum((models.get(m.name) or {}).get("shared") or 0 for m in loaded)
+        return MemoryState(ram_total=sample["ram_total"], ram_available=sample["ram_available"],
+                           ram_used=sample["ram_used"],
+                           vram_total=sum(g.get("total") or 0 for g in gpus),
+                           vram_used=sum(g.get("used") or 0 for g in gpus), mapped_bytes=mapped)
+
+    # -- emergency release -------------------------------------------------------------------
+    def on_sample(self, sample: dict) -> None:
+        cfg = self.engine.config.memory
+        if not cfg.guard or (self._unloading is not None and not self._unloading.done()):
+            return
+        loaded = self._loaded(sample)
+        state = self._state(sample, loaded, sample.get("models", {}))
+        names = plan_emergency(state, loaded, cfg, releasing=self.releasing)
+        if not names:
+            self.releasing = False
+            return
+        found = pressure(state, cfg, with_band=self.releasing)
+        reason = found.message if found else "memory pressure"
+        victim = next(m for m in loaded if m.name == names[0])
+        self.releasing = True
+        self._unloading = asyncio.ensure_future(self._release(victim, reason))
+
+    async def _release(self, victim: LoadedModel, reason: str) -> None:
+        served = self.engine.models.get(victim.name)
+        pid = served.handle.pid if served and served.handle else None
+        mem = process_memory(pid) if pid else None
+        freed = mem["private"] if mem else victim.memory_bytes
+        log.warning("memory guard: unloading %s (%s)", victim.name, reason)
+        try:
+            await self.engine.models.unload(victim.name, kind="emergency_unload", reason=reason,
+                                            freed_bytes=freed, grace_s=EMERGENCY_GRACE_S,
+                                            busy=victim.busy)
+        except Exception:
+            log.exception("emergency unload of %s failed", victim.name)
+
+    # -- admission ---------------------------------------------------------------------------
+    async def admit(self, served) -> None:
+        """Make room for `served` before its load, or raise LoadRefused (recorded as load_refused)."""
+        estimate = await asyncio.to_thread(estimate_model_bytes, served.config)
+        if estimate is None:
+            return
+        ram_need, vram_need = estimate
+        telemetry = self.engine.telemetry
+        sample = telemetry.sample_once() if telemetry else None
+        if sample is None:
+            return
+        loaded = [m for m in self._loaded(sample) if m.name != served.name]
+        state = self._state(sample, loaded, sample.get("models", {}))
+        plan = plan_admission(ram_need, vram_need, state, loaded, self.engine.config.memory)
+        if not plan.fits:
+            self.engine.events.record("load_refused", model=served.name, reason=plan.message,
+                                      needed_bytes=ram_need, available_bytes=plan.available_bytes)
+            raise LoadRefused(f"model '{served.name}' not loaded: {plan.message}")
+        if plan.evict:
+            before = psutil.virtual_memory().available
+            models = sample.get("models", {})
+            freed = sum((models.get(name) or {}).get("private") or 0 for name in plan.evict)
+            for name in plan.evict:
+                await self.engine.models.unload(name, reason=f"making room for {served.name}")
+            await self._wait_memory_back(before, freed)
+
+    @staticmethod
+    async def _wait_memory_back(before: int, freed: int) -> None:
+        """Ollama's lesson: after an unload, wait until free memory really came back."""
+        deadline = time.monotonic() + MEMORY_BACK_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if psutil.virtual_memory().available - before >= freed // 2:
+                return
+            await asyncio.sleep(0.05)

@@ -1,0 +1,104 @@
+"""Sampling at memory.sample_hz: the machine, each runner, their KV caches; kept in a ring buffer.
+
+Each sample also goes to the memory guard, so it reacts within one sample period.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from laya_desktop.telemetry.ring import SeqRing
+from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
+
+log = logging.getLogger("laya.telemetry")
+
+HOUR_AT_4HZ = 4 * 3600
+
+
+class TelemetryService:
+    def __init__(self, engine, capacity: int = HOUR_AT_4HZ + 1024):
+        self.engine = engine
+        self.samples = SeqRing(capacity)
+        self.sampler = SystemSampler()
+        self._memory: dict[str, dict] = {}
+
+    def model_memory(self, name: str) -> dict:
+        """The latest RSS / private / VRAM figures of a model's runner, for /admin/models."""
+        return self._memory.get(name, {})
+
+    def sample_once(self) -> dict:
+        sample = self.sampler.sample()
+        gpu_by_pid: dict[int, int] = {}
+        for gpu in sample["gpus"]:
+            for pid, used in (gpu.get("processes") or {}).items():
+                gpu_by_pid[int(pid)] = gpu_by_pid.get(int(pid), 0) + int(used)
+        models: dict[str, dict] = {}
+        memory: dict[str, dict] = {}
+        for served in self.engine.models.models.values():
+            if served.handle is None:
+                continue
+            handle = served.handle
+            pid = handle.pid
+            mem = process_memory(pid) if pid else None
+            stats = handle.stats if handle.state in ("ready", "stopping") else {}
+            kv_used = stats.get("kv_used_tokens")
+            per_token = stats.get("kv_bytes_per_token") or handle.info.get("kv_bytes_per_token")
+            capacity = stats.get("kv_capacity_tokens") or handle.info.get("kv_capacity_tokens")
+            entry = {
+                "state": served.state,
+                "pid": pid,
+                "rss": mem["rss"] if mem else None,
+                "private": mem["private"] if mem else None,
+                "shared": mem["shared"] if mem else None,
+                "vram": gpu_by_pid.get(pid) if pid else None,
+                "kv_used_tokens": kv_used,
+                "kv_capacity_tokens": capacity,
+                "kv_bytes": int(kv_used * per_token) if kv_used is not None and per_token else None,
+                "kv_capacity_bytes": int(capacity * per_token) if capacity and per_token else None,
+                "active": served.active,
+                "queued": served.queue.queued,
+                "tokens_per_s": stats.get("tokens_per_s"),
+            }
+            for extra in ("mlx_active_memory", "mlx_peak_memory", "mlx_cache_memory"):
+                if extra in stats:
+                    entry[extra] = stats[extra]
+            models[served.name] = entry
+            memory[served.name] = {k: entry[k] for k in ("rss", "private", "shared", "vram",
+                                                          "kv_bytes")}
+        self._memory = memory
+        sample["models"] = models
+        self.samples.append(sample)
+        return sample
+
+    async def _poll_runner_stats(self) -> None:
+        for served in list(self.engine.models.models.values()):
+            handle = served.handle
+            if handle is not None and handle.state == "ready":
+                try:
+                    await handle.send({"op": "stats"})
+                except Exception:
+                    pass  # a dying runner is reported by its own handle
+
+    async def run(self) -> None:
+        next_at = time.monotonic()
+        while True:
+            period = 1.0 / max(self.engine.config.memory.sample_hz, 0.01)
+            await self._poll_runner_stats()
+            try:
+                sample = self.sample_once()
+            except Exception:
+                log.exception("telemetry sample failed")
+                sample = None
+            guard = self.engine.guard
+            if sample is not None and guard is not None:
+                guard.on_sample(sample)
+            next_at += period
+            delay = next_at - time.monotonic()
+            if delay < 0:  # fell behind (a stalled loop): don't try to catch up in a burst
+                next_at = time.monotonic()
+                delay = 0
+            await asyncio.sleep(delay)
+
+    def close(self) -> None:
+        self.sampler.close()

@@ -1,0 +1,131 @@
+"""Telemetry, /metrics and the memory guard against a real engine and real runners."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from engine_harness import running_engine
+
+GIB = 1 << 30
+
+SQUEEZER = r"""
+import sys, time, psutil
+target = int(sys.argv[1])
+chunks = []
+while psutil.virtual_memory().available > target:
+    chunks.append(b"\x01" * (32 << 20))   # written, so really resident
+print(time.time(), flush=True)
+sys.stdin.read()                           # hold until the test closes stdin
+"""
+
+
+def two_models(gguf, **memory) -> dict:
+    models = [{"name": n, "backend": "llama_cpp", "path": str(gguf), "n_ctx": 256, "parallel": 1,
+               "idle_ttl_s": 0} for n in ("older", "newer")]
+    models.append({"name": "pinned", "backend": "llama_cpp", "path": str(gguf), "n_ctx": 256,
+                   "parallel": 1, "keep_in_memory": True})
+    return {"models": models, "routes": [{"name": "default", "target": "newer"}],
+            "memory": {"sample_hz": 4, **memory}}
+
+
+def _events(c, since=0):
+    return c.get(f"/admin/events?since={since}").json()["events"]
+
+
+def test_telemetry_samples_and_metrics(tiny_gguf, tmp_path):
+    with running_engine(two_models(tiny_gguf), tmp_path) as eng, eng.client() as c:
+        c.post("/admin/models/older/load").raise_for_status()
+        c.post("/v1/chat/completions", json={"model": "older", "max_tokens": 4,
+                                             "messages": [{"role": "user", "content": "hi"}]})
+        time.sleep(0.8)
+        first = c.get("/admin/telemetry?since=0").json()
+        assert first["seq"] >= 2 and first["samples"]
+        sample = first["samples"][-1]
+        for key in ("seq", "t", "ram_total", "ram_used", "ram_available", "swap_total", "swap_used",
+                    "swap_in_bps", "swap_out_bps", "cpu_pct", "gpus", "models"):
+            assert key in sample, key
+        older = sample["models"]["older"]
+        assert older["state"] == "ready" and older["pid"] and older["rss"] > 0
+        assert older["kv_capacity_tokens"] == 256 and older["kv_used_tokens"] > 0
+        assert older["kv_bytes"] > 0
+        assert sample["models"]["newer"]["state"] == "unloaded"
+        later = c.get(f"/admin/telemetry?since={first['seq']}").json()
+        assert all(s["seq"] > first["seq"] for s in later["samples"])
+        families = {f.name: f for f in text_string_to_metric_families(c.get("/metrics").text)}
+        assert "laya_ram_available_bytes" in families
+        kv = {s.labels["model"]: s.value for s in families["laya_model_kv_used_tokens"].samples}
+        assert kv["older"] > 0
+        requests = families["laya_requests"].samples
+        assert any(s.labels["model"] == "older" and s.labels["status"] == "200" for s in requests)
+
+
+def test_admission_refuses_a_model_that_cannot_fit(tiny_gguf, tmp_path):
+    available_gib = psutil.virtual_memory().available / GIB
+    config = two_models(tiny_gguf, reserved_system_gb=round(available_gib + 4, 1))
+    config["routes"] = [{"name": "default", "target": "older", "fallback": ["newer"]}]
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        r = c.post("/v1/chat/completions", json={"max_tokens": 2,
+                                                 "messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 503
+        error = r.json()["error"]
+        assert error["code"] == "load_refused"
+        assert "needs" in error["message"] and "available" in error["message"]
+        assert [a["model"] for a in error["attempts"]] == ["older", "newer"]
+        refused = [e for e in _events(c) if e["kind"] == "load_refused"]
+        assert {e["model"] for e in refused} == {"older", "newer"}
+        assert not eng.runner_pids()
+
+
+@pytest.mark.timeout(120)
+def test_squeeze_unloads_least_recently_used_then_recovers(tiny_gguf, tmp_path):
+    available = psutil.virtual_memory().available
+    reserve_gib = round((available - 1.5 * GIB) / GIB, 2)  # the squeeze only needs ~1.5 GiB
+    config = two_models(tiny_gguf, reserved_system_gb=reserve_gib)
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        chat = {"max_tokens": 2, "messages": [{"role": "user", "content": "x"}]}
+        for name in ("older", "pinned", "newer"):
+            assert c.post("/v1/chat/completions", json={**chat, "model": name}).status_code == 200
+            time.sleep(0.05)
+        pids = {m["name"]: m["pid"] for m in c.get("/admin/models").json()["models"]}
+        seq = c.get("/admin/events").json()["seq"]
+
+        target = int(reserve_gib * GIB) - 256 * (1 << 20)
+        squeezer = subprocess.Popen([sys.executable, "-c", SQUEEZER, str(target)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            squeezed_at = float(squeezer.stdout.readline())
+            deadline = time.monotonic() + 10
+            while not [e for e in _events(c, seq) if e["kind"] == "emergency_unload"]:
+                assert time.monotonic() < deadline, "no emergency unload"
+                time.sleep(0.05)
+            first = [e for e in _events(c, seq) if e["kind"] == "emergency_unload"][0]
+            assert first["model"] == "older"          # least recently used goes first
+            assert first["freed_bytes"] > 0 and "reserve" in first["reason"]
+            # two sample periods (0.5 s at 4 Hz) to decide, plus the runner's exit
+            assert first["t"] - squeezed_at < 0.5 + 1.0
+            assert not psutil.pid_exists(pids["older"]) or \
+                psutil.Process(pids["older"]).status() == psutil.STATUS_ZOMBIE
+            # the squeeze goes on: the next one goes too, the pinned one never
+            deadline = time.monotonic() + 10
+            while "newer" not in {e["model"] for e in _events(c, seq) if e["kind"] == "emergency_unload"}:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            r = c.post("/v1/chat/completions", json={**chat, "model": "older"}, timeout=30)
+            assert r.status_code == 503 and r.json()["error"]["code"] == "load_refused"
+        finally:
+            squeezer.stdin.close()
+            squeezer.wait(timeout=30)
+        state = {m["name"]: m for m in c.get("/admin/models").json()["models"]}
+        assert state["pinned"]["state"] == "ready" and state["pinned"]["pid"] == pids["pinned"]
+        deadline = time.monotonic() + 15
+        while True:  # once the pressure is gone the model loads again
+            r = c.post("/v1/chat/completions", json={**chat, "model": "older"}, timeout=30)
+            if r.status_code == 200:
+                break
+            assert time.monotonic() < deadline, r.text
+            time.sleep(0.3)
