@@ -1,0 +1,225 @@
+"""The engine's HTTP API as plain blocking calls. Qt-free: the GUI runs every call in a worker.
+
+Each method is one request of DESIGN.md's API. Errors come back as `EngineError` with the engine's
+message (and for a refused config, its path-qualified error list), so panels can show them as is.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+ADMIN_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+LOAD_TIMEOUT = httpx.Timeout(300.0, connect=3.0)
+STREAM_TIMEOUT = httpx.Timeout(connect=3.0, read=300.0, write=10.0, pool=5.0)
+
+
+class EngineError(Exception):
+    def __init__(self, message: str, status: int | None = None, kind: str | None = None,
+                 errors: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.errors = status, kind, errors or []
+
+    def describe(self) -> str:
+        lines = [str(self)]
+        lines += [f"{e.get('path', '')}: {e.get('message', '')}" for e in self.errors]
+        return "\n".join(lines)
+
+
+@dataclass
+class StreamStats:
+    """What the chat shows under a reply."""
+    route: str | None = None
+    model: str | None = None
+    route_us: str | None = None
+    started: float = 0.0
+    first_token: float | None = None
+    ended: float | None = None
+    chunks: int = 0
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    stopped: bool = False
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return None if self.first_token is None else (self.first_token - self.started) * 1000
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        tokens = self.completion_tokens if self.completion_tokens is not None else self.chunks
+        if self.first_token is None or self.ended is None or tokens < 2:
+            return None
+        span = self.ended - self.first_token
+        return (tokens - 1) / span if span > 0 else None
+
+
+@dataclass
+class ChatStream:
+    """One streamed completion. `cancel()` may be called from any thread: it closes the HTTP
+    response, which ends the engine's side of the request (the engine cancels the sequence)."""
+    stats: StreamStats = field(default_factory=StreamStats)
+    _response: httpx.Response | None = None
+    _cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        response = self._response
+        if response is None:
+            return
+        # close() from another thread does not wake a recv() blocked on a silent stream (Linux
+        # keeps the socket open while a call uses it); shutdown() does, and sends the FIN at once.
+        try:
+            stream = response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        err = response.json().get("error", {})
+    except (ValueError, AttributeError):
+        err = {}
+    if not isinstance(err, dict):
+        err = {"message": str(err)}
+    raise EngineError(err.get("message") or f"HTTP {response.status_code}", response.status_code,
+                      err.get("type") or err.get("code"), err.get("errors"))
+
+
+class EngineClient:
+    def __init__(self, base_url: str, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=ADMIN_TIMEOUT)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _get(self, path: str, **params: Any) -> Any:
+        r = self._http.get(path, params=params or None)
+        _raise_for(r)
+        return r.json()
+
+    def _post(self, path: str, body: Any = None, timeout: httpx.Timeout = ADMIN_TIMEOUT) -> Any:
+        r = self._http.post(path, json=body, timeout=timeout)
+        _raise_for(r)
+        return r.json() if r.content else None
+
+    # --- admin ---------------------------------------------------------------------------------
+    def healthy(self, timeout: float = 2.0) -> bool:
+        try:
+            return self._http.get("/healthz", timeout=timeout).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def get_config(self) -> dict:
+        return self._get("/admin/config")
+
+    def put_config(self, config: dict) -> Any:
+        r = self._http.put("/admin/config", json=config, timeout=LOAD_TIMEOUT)
+        _raise_for(r)
+        return r.json() if r.content else None
+
+    def explain(self, prompt: str, tags: list[str], model: str | None) -> dict:
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}], "tags": tags}
+        if model:
+            body["model"] = model
+        return self._post("/admin/route/explain", body)
+
+    def models(self) -> list[dict]:
+        return self._get("/admin/models").get("models", [])
+
+    def load(self, name: str) -> Any:
+        return self._post(f"/admin/models/{name}/load", timeout=LOAD_TIMEOUT)
+
+    def unload(self, name: str) -> Any:
+        return self._post(f"/admin/models/{name}/unload", timeout=LOAD_TIMEOUT)
+
+    def telemetry(self, since: int) -> dict:
+        return self._get("/admin/telemetry", since=since)
+
+    def events(self, since: int) -> dict:
+        return self._get("/admin/events", since=since)
+
+    def requests(self, since: int) -> dict:
+        return self._get("/admin/requests", since=since)
+
+    def warm_up(self, name: str) -> dict:
+        """Load a model and run one token through it, so the first real request is fast."""
+        self.load(name)
+        body = {"model": name, "max_tokens": 1, "messages": [{"role": "user", "content": "Hi"}]}
+        return self._post("/v1/chat/completions", body, timeout=LOAD_TIMEOUT)
+
+    # --- chat ----------------------------------------------------------------------------------
+    def chat_stream(self, body: dict, stream: ChatStream) -> Iterator[str]:
+        """Yield text deltas of a streamed chat completion; fills `stream.stats` as it goes."""
+        stats = stream.stats
+        stats.started = time.perf_counter()
+        request = self._http.build_request("POST", "/v1/chat/completions",
+                                           json={**body, "stream": True}, timeout=STREAM_TIMEOUT)
+        response = self._http.send(request, stream=True)
+        stream._response = response
+        try:
+            if stream.cancelled:
+                return
+            if response.status_code >= 400:
+                response.read()
+                _raise_for(response)
+            stats.route = response.headers.get("x-laya-route")
+            stats.model = response.headers.get("x-laya-model")
+            stats.route_us = response.headers.get("x-laya-route-us")
+            for line in response.iter_lines():
+                if stream.cancelled:
+                    break
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                chunk = json.loads(data)
+                if "error" in chunk:
+                    err = chunk["error"]
+                    raise EngineError(err.get("message", str(err)), kind=err.get("type"))
+                usage = chunk.get("usage")
+                if usage and usage.get("completion_tokens") is not None:
+                    stats.completion_tokens = usage["completion_tokens"]
+                for choice in chunk.get("choices", []):
+                    if choice.get("finish_reason"):
+                        stats.finish_reason = choice["finish_reason"]
+                    text = (choice.get("delta") or {}).get("content") or ""
+                    if text:
+                        if stats.first_token is None:
+                            stats.first_token = time.perf_counter()
+                        stats.chunks += 1
+                        yield text
+        except httpx.HTTPError:
+            if not stream.cancelled:
+                raise
+        finally:
+            stats.ended = time.perf_counter()
+            stats.stopped = stream.cancelled
+            response.close()
+
+
+def probe_remote(base_url: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
+    """GET {base_url}/models of a remote OpenAI-compatible API; the model ids it lists."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    r = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+    _raise_for(r)
+    data = r.json()
+    items = data.get("data", data.get("models", [])) if isinstance(data, dict) else data
+    return [str(m.get("id", m.get("name", m))) if isinstance(m, dict) else str(m) for m in items]

@@ -1,0 +1,106 @@
+"""Attach to the engine at the configured address, or start it as our child; restart; stop on exit.
+
+Every blocking step (health probes, the child's start and stop) runs in the window's WorkerPool;
+the controller only reacts to their signals on the GUI thread.
+"""
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.gui.engine_process import EngineProcess
+from laya_desktop.gui.workers import WorkerPool
+
+STARTING, UP, DOWN = "starting", "up", "down"
+
+
+class EngineController(QObject):
+    state_changed = Signal(str)     # starting | up | down
+    message = Signal(str)           # human-readable news for the status bar
+
+    def __init__(self, pool: WorkerPool, config_path: str, host: str, port: int,
+                 api_key: str | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = pool
+        self.host, self.port = host, port
+        self.address = f"http://{host}:{port}"
+        self.client = EngineClient(self.address, api_key)
+        self.process = EngineProcess(config_path, host, port)
+        self.state = DOWN
+        self.owns_child = False
+        self._cancel = threading.Event()
+        self._watch = QTimer(self)
+        self._watch.setInterval(2000)
+        self._watch.timeout.connect(self._check_alive)
+        self._probe_in_flight = False
+
+    # --- start ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._set_state(STARTING)
+        self.pool.submit(self._attach_or_spawn, returned=self._on_started, errored=self._on_failed)
+
+    def _attach_or_spawn(self) -> str:
+        if self.client.healthy(timeout=1.0):
+            return "attached"
+        self.process.start()
+        if self.process.wait_healthy(self.client, timeout=45.0, cancelled=self._cancel):
+            return "spawned"
+        tail = self.process.log_tail()
+        raise RuntimeError(f"the engine did not become healthy at {self.address}\n{tail}")
+
+    def _on_started(self, how: str) -> None:
+        self.owns_child = how == "spawned"
+        verb = "started engine" if self.owns_child else "attached to engine"
+        self.message.emit(f"{verb} at {self.address}")
+        self._set_state(UP)
+        self._watch.start()
+
+    def _on_failed(self, exc: Exception) -> None:
+        self.message.emit(str(exc).splitlines()[0] if str(exc) else repr(exc))
+        self._set_state(DOWN)
+        self._watch.start()
+
+    # --- watch ---------------------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if self._probe_in_flight or self.state == STARTING:
+            return
+        self._probe_in_flight = True
+        self.pool.submit(self.client.healthy, 1.5, returned=self._on_probe)
+
+    def _on_probe(self, ok: bool) -> None:
+        self._probe_in_flight = False
+        if self.state == STARTING:
+            return
+        new = UP if ok else DOWN
+        if new != self.state:
+            self._set_state(new)
+
+    # --- restart and stop ----------------------------------------------------------------------
+    def restart(self) -> None:
+        if not self.owns_child and self.state == UP:
+            self.message.emit("the engine at this address is not ours to restart")
+            return
+        self._watch.stop()
+        self._set_state(STARTING)
+        self.pool.submit(self._restart_blocking, returned=self._on_started, errored=self._on_failed)
+
+    def _restart_blocking(self) -> str:
+        self.process.stop(grace_s=10.0)
+        self.process.start()
+        if self.process.wait_healthy(self.client, timeout=45.0, cancelled=self._cancel):
+            return "spawned"
+        raise RuntimeError(f"the engine did not come back at {self.address}")
+
+    def shutdown(self, grace_s: float = 10.0) -> None:
+        """Blocking: called once at exit, after the workers were asked to stop."""
+        self._cancel.set()
+        self._watch.stop()
+        if self.owns_child or self.process.running():
+            self.process.stop(grace_s=grace_s)
+        self.client.close()
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.state_changed.emit(state)

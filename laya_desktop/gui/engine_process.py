@@ -1,0 +1,122 @@
+"""The engine as the GUI's child process ("embedded server"). Qt-free; blocking calls run in workers.
+
+The child gets its own session so that a last-resort kill can take the whole process group (the
+engine and any runner it started) and so a terminal's Ctrl-C reaches only the GUI, which then stops
+the engine in order: SIGTERM (the engine stops its runners), a bounded wait, then SIGKILL.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from laya_desktop.gui.engine_client import EngineClient
+
+
+def engine_command(config_path: str | os.PathLike, host: str | None = None,
+                   port: int | None = None) -> list[str]:
+    if getattr(sys, "frozen", False):
+        cmd = [sys.executable, "serve"]  # the one frozen executable dispatches by subcommand
+    else:
+        cmd = [sys.executable, "-m", "laya_desktop", "serve"]
+    cmd += ["--config", str(config_path)]
+    if host:
+        cmd += ["--host", host]
+    if port:
+        cmd += ["--port", str(port)]
+    return cmd
+
+
+class EngineProcess:
+    """Starts, watches and stops one engine child. Thread-safe: start/stop may run in workers."""
+
+    def __init__(self, config_path: str | os.PathLike, host: str, port: int) -> None:
+        self.config_path = Path(config_path)
+        self.host, self.port = host, port
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._log_dir = tempfile.mkdtemp(prefix="laya-gui-engine-")
+        self.log_path = Path(self._log_dir) / "engine.log"
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None else None
+
+    def running(self) -> bool:
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
+    def start(self) -> int:
+        with self._lock:
+            if self.running():
+                return self._proc.pid  # type: ignore[union-attr]
+            log = open(self.log_path, "ab")
+            try:
+                self._proc = subprocess.Popen(
+                    engine_command(self.config_path, self.host, self.port),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+            finally:
+                log.close()
+            return self._proc.pid
+
+    def wait_healthy(self, client: EngineClient, timeout: float = 45.0,
+                     cancelled: threading.Event | None = None) -> bool:
+        """Poll /healthz until it answers, the child dies, or time runs out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if cancelled is not None and cancelled.is_set():
+                return False
+            if client.healthy(timeout=1.0):
+                return True
+            if self._proc is not None and self._proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+    def stop(self, grace_s: float = 10.0) -> int | None:
+        """Terminate, wait up to `grace_s`, then kill the whole group. Returns the exit code."""
+        with self._lock:
+            proc = self._proc
+            if proc is None:
+                return None
+            if proc.poll() is None:
+                try:
+                    proc.terminate()
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    self._kill_group(proc)
+                    proc.wait(timeout=5)
+            # Runners the engine failed to stop would be orphans: take the group down as well.
+            self._kill_group(proc)
+            return proc.returncode
+
+    def kill_now(self) -> None:
+        """Last resort at a hard deadline: no waiting on anything but the reap."""
+        proc = self._proc
+        if proc is not None:
+            self._kill_group(proc)
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+    def log_tail(self, max_bytes: int = 4000) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-max_bytes:].decode("utf-8", "replace")

@@ -1,0 +1,122 @@
+"""The main window: five panels in tabs, the engine menu and the status bar. Wiring only."""
+from __future__ import annotations
+
+from PySide6.QtGui import QAction, QCloseEvent
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QTabWidget
+
+from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_controller import UP, EngineController
+from laya_desktop.gui.panels.chat_panel import ChatPanel
+from laya_desktop.gui.panels.loadtest_panel import LoadTestPanel
+from laya_desktop.gui.panels.models_panel import ModelsPanel
+from laya_desktop.gui.panels.monitor_panel import MonitorPanel
+from laya_desktop.gui.panels.routes_panel import RoutesPanel
+from laya_desktop.gui.poller import EnginePoller
+from laya_desktop.gui.registry_model import fmt_bytes
+from laya_desktop.gui.workers import WorkerPool
+
+PANELS = ("models", "routes", "monitor", "chat", "loadtest")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, config_path: str, host: str, port: int, api_key: str | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle(f"Laya Desktop — {config_path}")
+        self.resize(1200, 800)
+        self.pool = WorkerPool(self)
+        self.engine = EngineController(self.pool, config_path, host, port, api_key, self)
+        client = self.engine.client
+        self.doc = ConfigDocument(self.pool, client, self)
+        self.poller = EnginePoller(self.pool, client, parent=self)
+        self.panels = {
+            "models": ModelsPanel(self.pool, self.doc),
+            "routes": RoutesPanel(self.pool, self.doc),
+            "monitor": MonitorPanel(),
+            "chat": ChatPanel(self.pool, client),
+            "loadtest": LoadTestPanel(self.pool, self.engine.address, api_key),
+        }
+        self.tabs = QTabWidget()
+        for key, title in zip(PANELS, ("Models", "Routes", "Monitor", "Chat", "Load test")):
+            self.tabs.addTab(self.panels[key], title)
+        self.setCentralWidget(self.tabs)
+        self._build_menu()
+        self._build_status()
+        self._closed = False
+
+        self.engine.state_changed.connect(self._on_engine_state)
+        self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.doc.applied_changed.connect(
+            lambda cfg: self.panels["chat"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
+        self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.poller.samples.connect(self.panels["monitor"].add_samples)
+        self.poller.samples.connect(self._on_samples)
+        self.poller.events.connect(self.panels["monitor"].add_events)
+        self.poller.failed.connect(self.panels["monitor"].show_problem)
+        self.poller.models.connect(self.panels["models"].set_live)
+        self.poller.models.connect(self._on_models)
+
+    def panel(self, key: str):
+        return self.panels[key]
+
+    def _build_menu(self) -> None:
+        engine_menu = self.menuBar().addMenu("&Engine")
+        restart = QAction("&Restart engine", self)
+        restart.triggered.connect(self.engine.restart)
+        engine_menu.addAction(restart)
+        engine_menu.addSeparator()
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut("Ctrl+Q")
+        quit_action.triggered.connect(self.close)
+        engine_menu.addAction(quit_action)
+        help_menu = self.menuBar().addMenu("&Help")
+        about = QAction("&About", self)
+        about.triggered.connect(lambda: QMessageBox.about(
+            self, "Laya Desktop", "Laya Desktop: a local model gateway with a control panel."))
+        help_menu.addAction(about)
+
+    def _build_status(self) -> None:
+        self.status_address = QLabel(self.engine.address)
+        self.status_state = QLabel("engine: down")
+        self.status_models = QLabel("models loaded: 0")
+        self.status_ram = QLabel("RAM: —")
+        for w in (self.status_address, self.status_state, self.status_models, self.status_ram):
+            self.statusBar().addPermanentWidget(w)
+
+    # --- reactions -----------------------------------------------------------------------------
+    def _on_engine_state(self, state: str) -> None:
+        self.status_state.setText(f"engine: {state}")
+        self.status_state.setStyleSheet("color: #1f7a1f" if state == UP else "color: #b00020")
+        if state == UP:
+            self.doc.refresh()
+            self.poller.start()
+        else:
+            self.poller.stop()
+
+    def _on_models(self, rows: list[dict]) -> None:
+        loaded = sum(1 for r in rows if r.get("state") in ("ready", "busy"))
+        self.status_models.setText(f"models loaded: {loaded}/{len(rows)}")
+
+    def _on_samples(self, samples: list[dict]) -> None:
+        s = samples[-1]
+        self.status_ram.setText(f"RAM: {fmt_bytes(s.get('ram_used'))} / {fmt_bytes(s.get('ram_total'))}")
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.engine.start()
+
+    def shutdown(self, grace_s: float = 10.0) -> None:
+        """Stop polling and streams, wait for the workers, then stop our engine. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.poller.stop()
+        self.panels["monitor"].stop()
+        self.panels["chat"].shutdown()
+        self.engine._cancel.set()
+        self.pool.shutdown(timeout_ms=5000)
+        self.engine.shutdown(grace_s=grace_s)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt name
+        self.hide()
+        self.shutdown()
+        event.accept()

@@ -1,0 +1,168 @@
+"""Models panel: the registry with live state; add, edit, remove, load, unload, warm up, pin.
+
+Registry changes are full configs sent with PUT /admin/config (via ConfigDocument); load, unload
+and warm up are admin calls. All of them run in workers; the table refreshes from the poller.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView, QDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
+    QVBoxLayout, QWidget,
+)
+
+from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.panels.model_dialog import ModelDialog
+from laya_desktop.gui.registry_model import RegistryModel
+from laya_desktop.gui.workers import WorkerPool
+
+
+class ModelsPanel(QWidget):
+    action_done = Signal(str, bool, object)   # action, ok, result or exception
+
+    def __init__(self, pool: WorkerPool, doc: ConfigDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pool, self.doc = pool, doc
+        self.model = RegistryModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.doubleClicked.connect(lambda _i: self.edit_selected())
+
+        row1, row2 = QHBoxLayout(), QHBoxLayout()
+        for label, slot in (("Add GGUF…", lambda: self.open_dialog("llama_cpp")),
+                            ("Add MLX…", lambda: self.open_dialog("mlx")),
+                            ("Add remote…", lambda: self.open_dialog("openai")),
+                            ("Edit…", self.edit_selected), ("Remove", self.remove_selected)):
+            row1.addWidget(_button(label, slot))
+        row1.addStretch(1)
+        for label, slot in (("Load", lambda: self._on_selected(self.load)),
+                            ("Unload", lambda: self._on_selected(self.unload)),
+                            ("Warm up", lambda: self._on_selected(self.warm_up)),
+                            ("Pin / unpin", lambda: self._on_selected(self.toggle_pin))):
+            row2.addWidget(_button(label, slot))
+        row2.addStretch(1)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row1)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(row2)
+        layout.addWidget(self.status)
+        doc.applied_changed.connect(lambda cfg: self.model.set_configs(cfg.get("models", [])))
+
+    def set_live(self, rows: list[dict]) -> None:
+        self.model.set_live(rows)
+
+    def selected_name(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.model.name_at(rows[0].row()) if rows else None
+
+    def _on_selected(self, action: Callable[[str], None]) -> None:
+        name = self.selected_name()
+        if name:
+            action(name)
+        else:
+            self.status.setText("select a model first")
+
+    # --- registry changes (PUT /admin/config) ---------------------------------------------------
+    def open_dialog(self, backend: str, existing: dict | None = None) -> None:
+        dialog = ModelDialog(self.pool, backend, existing, self.doc.model_names(), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            entry = dialog.entry()
+            if existing:
+                self.replace_model(existing["name"], {**_keep_extras(existing), **entry})
+            else:
+                self.add_model(entry)
+
+    def edit_selected(self) -> None:
+        name = self.selected_name()
+        cfg = next((m for m in self.doc.applied.get("models", []) if m.get("name") == name), None)
+        if cfg:
+            self.open_dialog(cfg.get("backend", "llama_cpp"), cfg)
+
+    def add_model(self, entry: dict) -> None:
+        config = self.doc.copy()
+        config.setdefault("models", []).append(entry)
+        self._apply("add", config)
+
+    def replace_model(self, name: str, entry: dict) -> None:
+        config = self.doc.copy()
+        models = config.get("models", [])
+        config["models"] = [entry if m.get("name") == name else m for m in models]
+        if entry.get("name") != name:  # renamed: keep the rules pointing at it
+            for route in config.get("routes", []):
+                if route.get("target") == name:
+                    route["target"] = entry["name"]
+                route["fallback"] = [entry["name"] if f == name else f for f in route.get("fallback", [])]
+        self._apply("edit", config)
+
+    def remove_selected(self) -> None:
+        self._on_selected(self.remove_model)
+
+    def remove_model(self, name: str) -> None:
+        config = self.doc.copy()
+        config["models"] = [m for m in config.get("models", []) if m.get("name") != name]
+        self._apply("remove", config)
+
+    def toggle_pin(self, name: str) -> None:
+        config = self.doc.copy()
+        for m in config.get("models", []):
+            if m.get("name") == name:
+                if m.get("backend") == "openai":
+                    self.status.setText("remote models hold no local memory to pin")
+                    return
+                m["keep_in_memory"] = not m.get("keep_in_memory", False)
+        self._apply("pin", config)
+
+    def _apply(self, action: str, config: dict) -> None:
+        self.status.setText(f"{action}: sending the config to the engine…")
+
+        def done(ok: bool, result: object) -> None:
+            if ok:
+                self.status.setText(f"{action}: applied")
+            else:
+                describe = getattr(result, "describe", None)
+                self.status.setText(f"{action} refused, nothing changed:\n"
+                                    + (describe() if describe else str(result)))
+            self.action_done.emit(action, ok, result)
+        self.doc.apply(config, on_done=done)
+
+    # --- runtime actions -----------------------------------------------------------------------
+    def load(self, name: str) -> None:
+        self._call("load", self.doc.client.load, name)
+
+    def unload(self, name: str) -> None:
+        self._call("unload", self.doc.client.unload, name)
+
+    def warm_up(self, name: str) -> None:
+        self._call("warm up", self.doc.client.warm_up, name)
+
+    def _call(self, action: str, fn: Callable, name: str) -> None:
+        self.status.setText(f"{action} {name}…")
+
+        def ok(result: object) -> None:
+            self.status.setText(f"{action} {name}: done")
+            self.action_done.emit(action, True, result)
+
+        def bad(exc: Exception) -> None:
+            self.status.setText(f"{action} {name} failed: {exc}")
+            self.action_done.emit(action, False, exc)
+        self.pool.submit(fn, name, returned=ok, errored=bad)
+
+
+def _keep_extras(existing: dict) -> dict:
+    """Fields the dialog does not show (n_threads, chat_format) survive an edit."""
+    return {k: v for k, v in existing.items() if k in ("n_threads", "chat_format")}
+
+
+def _button(label: str, slot) -> QPushButton:
+    b = QPushButton(label)
+    b.clicked.connect(slot)
+    return b

@@ -1,0 +1,295 @@
+"""Routes panel: the ordered rules (drag and drop), a rule editor, lint inline, try-a-request, apply.
+
+"Try a request" asks the engine (POST /admin/route/explain), so it explains the *applied* config;
+while there are unapplied edits the panel says so next to the answer.
+"""
+from __future__ import annotations
+
+import copy
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (
+    QAbstractItemView, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView,
+    QPlainTextEdit, QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
+)
+
+from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.lint_bridge import rule_warnings
+from laya_desktop.gui.panels.rule_editor import RuleEditor
+from laya_desktop.gui.rules_list import RulesList, undo_move, unique_name
+from laya_desktop.gui.rules_model import RulesModel
+from laya_desktop.gui.workers import WorkerPool
+
+
+class _MoveCommand(QUndoCommand):
+    """Records a move that already happened (by drag and drop or moveRows) so it can be undone."""
+
+    def __init__(self, panel: "RoutesPanel", src: int, landed: int, name: str) -> None:
+        super().__init__(f"move rule '{name}'")
+        self.panel, self.src, self.landed = panel, src, landed
+        self._first = True
+
+    def redo(self) -> None:
+        if self._first:
+            self._first = False
+            return
+        self.panel.replay(self.src, self.landed + 1 if self.landed > self.src else self.landed)
+
+    def undo(self) -> None:
+        self.panel.replay(*undo_move(self.src, self.landed))
+
+
+class _DeleteCommand(QUndoCommand):
+    def __init__(self, rules: RulesList, index: int) -> None:
+        super().__init__(f"delete rule '{rules[index].get('name', '')}'")
+        self.rules, self.index, self.rule = rules, index, rules[index]
+
+    def redo(self) -> None:
+        del self.rules[self.index]
+
+    def undo(self) -> None:
+        self.rules.insert(self.index, self.rule)
+
+
+class RoutesPanel(QWidget):
+    applied = Signal(bool, object)    # ok, new config or EngineError
+    explained = Signal(object)        # the explain answer (dict) or an exception
+
+    def __init__(self, pool: WorkerPool, doc: ConfigDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pool, self.doc = pool, doc
+        self.rules = RulesList()
+        self.model = RulesModel(self.rules, self)
+        self.undo_stack = QUndoStack(self)
+        self._replaying = False
+        self._baseline: list[dict] = []   # the routes as last loaded from the engine
+
+        self.view = QListView()
+        self.view.setModel(self.model)
+        self.view.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.view.setDragDropOverwriteMode(False)
+        self.view.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.selectionModel().currentChanged.connect(lambda cur, _prev: self._show_rule(cur.row()))
+
+        buttons = QHBoxLayout()
+        self.btn = {}
+        for key, label, slot in (("add", "Add", self.add_rule), ("dup", "Duplicate", self.duplicate_rule),
+                                 ("del", "Delete", self.delete_rule),
+                                 ("toggle", "Enable/Disable", self.toggle_rule),
+                                 ("undo", "Undo", self.undo_stack.undo),
+                                 ("redo", "Redo", self.undo_stack.redo)):
+            b = QPushButton(label)
+            b.clicked.connect(slot)
+            buttons.addWidget(b)
+            self.btn[key] = b
+        self.undo_stack.canUndoChanged.connect(self.btn["undo"].setEnabled)
+        self.undo_stack.canRedoChanged.connect(self.btn["redo"].setEnabled)
+        self.btn["undo"].setEnabled(False)
+        self.btn["redo"].setEnabled(False)
+
+        apply_row = QHBoxLayout()
+        self.apply_btn = QPushButton("Apply")
+        self.apply_btn.clicked.connect(self.apply)
+        self.revert_btn = QPushButton("Revert")
+        self.revert_btn.clicked.connect(self.revert)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        apply_row.addWidget(self.apply_btn)
+        apply_row.addWidget(self.revert_btn)
+        apply_row.addWidget(self.status, 1)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.addWidget(QLabel("Rules, in order — the first rule whose conditions all hold wins. "
+                            "Drag to reorder."))
+        lv.addWidget(self.view, 1)
+        lv.addLayout(buttons)
+        lv.addLayout(apply_row)
+
+        self.editor = RuleEditor()
+        self.editor.edited.connect(self._on_rule_edited)
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.addWidget(self.editor)
+        rv.addWidget(self._build_try_box())
+
+        split = QSplitter()
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setSizes([560, 440])
+        QVBoxLayout(self).addWidget(split)
+
+        ev = self.rules.events
+        ev.moved.connect(self._on_moved)
+        for name in ("inserted", "removed", "changed", "moved", "reset"):
+            getattr(ev, name).connect(lambda **_kw: self._refresh_lint())
+        doc.applied_changed.connect(self._on_applied_config)
+
+    def _build_try_box(self) -> QGroupBox:
+        box = QGroupBox("Try a request (explained by the engine against the applied rules)")
+        form = QFormLayout(box)
+        self.try_prompt = QPlainTextEdit()
+        self.try_prompt.setPlaceholderText("prompt text")
+        self.try_prompt.setMaximumHeight(70)
+        self.try_tags = QLineEdit()
+        self.try_tags.setPlaceholderText("tags, comma-separated")
+        self.try_model = QLineEdit()
+        self.try_model.setPlaceholderText("model asked for (empty = auto)")
+        self.try_btn = QPushButton("Explain")
+        self.try_btn.clicked.connect(lambda: self.explain(self.try_prompt.toPlainText(),
+                                                          _split(self.try_tags.text()),
+                                                          self.try_model.text().strip() or None))
+        self.try_result = QTextBrowser()
+        form.addRow("Prompt", self.try_prompt)
+        form.addRow("Tags", self.try_tags)
+        form.addRow("Model", self.try_model)
+        form.addRow("", self.try_btn)
+        form.addRow(self.try_result)
+        return box
+
+    # --- state from the engine -----------------------------------------------------------------
+    def _on_applied_config(self, config: dict) -> None:
+        self.editor.set_models([m.get("name", "") for m in config.get("models", [])])
+        if not self.dirty:
+            self._load_routes(config.get("routes", []))
+
+    def _load_routes(self, routes: list[dict]) -> None:
+        row = self.view.currentIndex().row()
+        self._baseline = copy.deepcopy(routes)
+        self.rules.reset(copy.deepcopy(routes))
+        self.undo_stack.clear()
+        if len(self.rules):
+            self.view.setCurrentIndex(self.model.index(min(max(row, 0), len(self.rules) - 1)))
+        self._refresh_lint()
+
+    @property
+    def dirty(self) -> bool:
+        return self.rules.to_list() != self._baseline
+
+    def edited_config(self) -> dict:
+        config = self.doc.copy()
+        config["routes"] = self.rules.to_list()
+        return config
+
+    def _refresh_lint(self) -> None:
+        if not self.doc.applied:
+            return
+        per_rule, general = rule_warnings(self.edited_config())
+        self.model.set_warnings(per_rule)
+        note = "unapplied changes" if self.dirty else "applied"
+        self.status.setText(note + ("" if not general else " — " + "; ".join(general)))
+
+    # --- editing -------------------------------------------------------------------------------
+    def _current_row(self) -> int:
+        return self.view.currentIndex().row()
+
+    def _show_rule(self, row: int) -> None:
+        self.editor.load(self.rules[row] if 0 <= row < len(self.rules) else None)
+
+    def _on_rule_edited(self, rule: dict) -> None:
+        row = self._current_row()
+        if 0 <= row < len(self.rules) and rule != self.rules[row]:
+            self.rules[row] = rule
+
+    def _on_moved(self, index: int, new_index: int, landed: int, value: dict) -> None:
+        if not self._replaying:
+            self.undo_stack.push(_MoveCommand(self, index, landed, value.get("name", "")))
+        self.view.setCurrentIndex(self.model.index(landed))
+
+    def replay(self, src: int, dest: int) -> None:
+        """A move made by undo/redo: not recorded again."""
+        self._replaying = True
+        try:
+            self.rules.move(src, dest)
+        finally:
+            self._replaying = False
+
+    def add_rule(self) -> None:
+        models = self.doc.model_names()
+        rule = {"name": unique_name("new-rule", self.rules.names()),
+                "target": models[0] if models else "", "enabled": True, "match": {}, "fallback": []}
+        row = self._current_row() + 1 if self._current_row() >= 0 else 0
+        self.rules.insert(row, rule)
+        self.view.setCurrentIndex(self.model.index(row))
+
+    def duplicate_rule(self) -> None:
+        row = self._current_row()
+        if row < 0:
+            return
+        rule = copy.deepcopy(self.rules[row])
+        rule["name"] = unique_name(rule.get("name", "rule") + "-copy", self.rules.names())
+        self.rules.insert(row + 1, rule)
+        self.view.setCurrentIndex(self.model.index(row + 1))
+
+    def delete_rule(self) -> None:
+        row = self._current_row()
+        if 0 <= row < len(self.rules):
+            self.undo_stack.push(_DeleteCommand(self.rules, row))
+
+    def toggle_rule(self) -> None:
+        row = self._current_row()
+        if 0 <= row < len(self.rules):
+            rule = dict(self.rules[row])
+            rule["enabled"] = not rule.get("enabled", True)
+            self.rules[row] = rule
+            self._show_rule(row)
+
+    def revert(self) -> None:
+        self._load_routes(self.doc.applied.get("routes", []))
+
+    # --- apply and explain ---------------------------------------------------------------------
+    def apply(self) -> None:
+        self.apply_btn.setEnabled(False)
+        self.status.setText("applying…")
+        self.doc.apply(self.edited_config(), on_done=self._on_apply_done)
+
+    def _on_apply_done(self, ok: bool, result: object) -> None:
+        self.apply_btn.setEnabled(True)
+        if ok:
+            self._load_routes(result.get("routes", []))  # type: ignore[union-attr]
+            self.status.setText("applied and saved by the engine")
+        else:
+            describe = getattr(result, "describe", None)
+            self.status.setText("refused, nothing changed:\n" + (describe() if describe else str(result)))
+        self.applied.emit(ok, result)
+
+    def explain(self, prompt: str, tags: list[str], model: str | None) -> None:
+        self.try_result.setPlainText("asking the engine…")
+        self.pool.submit(self.doc.client.explain, prompt, tags, model,
+                         returned=self._show_explanation, errored=self._show_explain_error)
+
+    def _show_explanation(self, answer: dict) -> None:
+        lines = []
+        if answer.get("direct"):
+            lines.append(f"<b>Direct:</b> the request names model <b>{_h(answer.get('target'))}</b>; "
+                         "rules are not consulted.")
+        elif answer.get("rule"):
+            lines.append(f"<b>Rule:</b> {_h(answer['rule'])} &nbsp; "
+                         f"<b>Target:</b> {_h(answer.get('target'))}")
+        else:
+            lines.append("<b>No rule matches</b> (the request would get 404 model_not_found).")
+        if answer.get("fallbacks"):
+            lines.append(f"<b>Fallbacks:</b> {_h(', '.join(answer['fallbacks']))}")
+        for step in answer.get("explanation", []):
+            mark = "✔" if step.get("matched") else "✘"
+            reasons = "; ".join(map(str, step.get("reasons", []))) or ""
+            lines.append(f"{mark} {_h(step.get('rule'))}: {_h(reasons)}")
+        if self.dirty:
+            lines.append("<i>Note: you have unapplied changes; this explains the applied rules.</i>")
+        self.try_result.setHtml("<br>".join(lines))
+        self.explained.emit(answer)
+
+    def _show_explain_error(self, exc: Exception) -> None:
+        self.try_result.setPlainText(f"explain failed: {exc}")
+        self.explained.emit(exc)
+
+
+def _h(value) -> str:
+    return html.escape(str(value))
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]

@@ -1,0 +1,117 @@
+"""Form for one routing rule: name, enabled, conditions, target and fallbacks."""
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QVBoxLayout, QWidget,
+)
+
+LIST_FIELDS = ("tags", "keywords", "model", "path")
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _int_or_none(text: str) -> int | None:
+    text = text.strip()
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
+
+
+class RuleEditor(QWidget):
+    """Emits `edited(rule_dict)` whenever the user finishes changing a field."""
+
+    edited = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._loading = False
+        self.name = QLineEdit()
+        self.enabled = QCheckBox("enabled")
+        self.target = QComboBox()
+        self.target.setEditable(True)
+        self.fallback = QLineEdit()
+        self.fallback.setPlaceholderText("model names, in order, comma-separated")
+        self.lists = {key: QLineEdit() for key in LIST_FIELDS}
+        self.lists["tags"].setPlaceholderText("any of these tags, e.g. code, fast")
+        self.lists["keywords"].setPlaceholderText("substrings of the user text, any case")
+        self.lists["model"].setPlaceholderText("model names clients ask for, e.g. gpt-4o")
+        self.lists["path"].setPlaceholderText("/v1/chat/completions")
+        self.min_chars = QLineEdit()
+        self.max_chars = QLineEdit()
+        for w in (self.min_chars, self.max_chars):
+            w.setPlaceholderText("no limit")
+
+        rule_box = QGroupBox("Rule")
+        form = QFormLayout(rule_box)
+        form.addRow("Name", self.name)
+        form.addRow("", self.enabled)
+        form.addRow("Target", self.target)
+        form.addRow("Fallbacks", self.fallback)
+        cond_box = QGroupBox("Conditions (all must hold; a list holds when any element does)")
+        cform = QFormLayout(cond_box)
+        cform.addRow("Tags", self.lists["tags"])
+        cform.addRow("Keywords", self.lists["keywords"])
+        cform.addRow("Min prompt chars", self.min_chars)
+        cform.addRow("Max prompt chars", self.max_chars)
+        cform.addRow("Model asked for", self.lists["model"])
+        cform.addRow("Path", self.lists["path"])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(rule_box)
+        layout.addWidget(cond_box)
+        layout.addStretch(1)
+
+        for w in (self.name, self.fallback, self.min_chars, self.max_chars, *self.lists.values()):
+            w.editingFinished.connect(self._emit)
+        self.enabled.toggled.connect(self._emit)
+        self.target.activated.connect(self._emit)
+        self.target.lineEdit().editingFinished.connect(self._emit)
+        self.setEnabled(False)
+
+    def set_models(self, names: list[str]) -> None:
+        current = self.target.currentText()
+        self._loading = True
+        self.target.clear()
+        self.target.addItems(names)
+        self.target.setCurrentText(current)
+        self._loading = False
+
+    def load(self, rule: dict | None) -> None:
+        self._loading = True
+        try:
+            self.setEnabled(rule is not None)
+            rule = rule or {}
+            match = rule.get("match") or {}
+            self.name.setText(rule.get("name", ""))
+            self.enabled.setChecked(rule.get("enabled", True))
+            self.target.setCurrentText(rule.get("target", ""))
+            self.fallback.setText(", ".join(rule.get("fallback") or []))
+            for key, edit in self.lists.items():
+                edit.setText(", ".join(map(str, match.get(key) or [])))
+            for key, edit in (("min_prompt_chars", self.min_chars), ("max_prompt_chars", self.max_chars)):
+                value = match.get(key)
+                edit.setText("" if value is None else str(value))
+        finally:
+            self._loading = False
+
+    def rule(self) -> dict:
+        match: dict = {}
+        for key, edit in self.lists.items():
+            values = _split(edit.text())
+            if values:
+                match[key] = values
+        for key, edit in (("min_prompt_chars", self.min_chars), ("max_prompt_chars", self.max_chars)):
+            value = _int_or_none(edit.text())
+            if value is not None:
+                match[key] = value
+        return {"name": self.name.text().strip(), "target": self.target.currentText().strip(),
+                "enabled": self.enabled.isChecked(), "match": match,
+                "fallback": _split(self.fallback.text())}
+
+    def _emit(self, *_args) -> None:
+        if not self._loading and self.isEnabled():
+            self.edited.emit(self.rule())

@@ -1,0 +1,93 @@
+"""One periodic pull of the engine's live state: telemetry samples, events and the model table.
+
+A QTimer starts one worker per tick, never two at once (a slow engine makes ticks skip instead of
+piling up requests). Results arrive on the GUI thread as signals; `seq` bookkeeping lives here.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.gui.workers import WorkerPool
+
+
+class EnginePoller(QObject):
+    samples = Signal(list)      # telemetry samples, oldest first
+    events = Signal(list)       # engine events (loads, unloads, crashes, emergency unloads)
+    models = Signal(list)       # GET /admin/models rows
+    failed = Signal(str)
+
+    def __init__(self, pool: WorkerPool, client: EngineClient, interval_ms: int = 500,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool, self.client = pool, client
+        self.telemetry_seq = 0
+        self.event_seq = 0
+        self._busy = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.poll)
+
+    def start(self) -> None:
+        self._timer.start()
+        self.poll()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def poll(self) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self.pool.submit(self._fetch, self.telemetry_seq, self.event_seq,
+                         returned=self._on_result, errored=self._on_error,
+                         finished=self._on_finished)
+
+    def _fetch(self, telemetry_seq: int, event_seq: int) -> tuple[dict, dict, list | None, list[str]]:
+        """Each endpoint on its own: one failing (say, telemetry) must not hide the others."""
+        errors: list[str] = []
+
+        def get(fn, *args, default):
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001 - reported, then the next endpoint
+                errors.append(f"{getattr(fn, '__name__', 'call')}: {exc}")
+                return default
+        telemetry = get(self.client.telemetry, telemetry_seq, default={})
+        events = get(self.client.events, event_seq, default={})
+        models = get(self.client.models, default=None)
+        return telemetry, events, models, errors
+
+    def _on_result(self, result: tuple) -> None:
+        telemetry, events, models, errors = result
+        if errors:
+            self.failed.emit("; ".join(errors))
+        samples = _items(telemetry, "samples")
+        if samples:
+            self.telemetry_seq = max(self.telemetry_seq, max(int(s.get("seq", 0)) for s in samples))
+            self.samples.emit(samples)
+        evs = _items(events, "events")
+        if evs:
+            self.event_seq = max(self.event_seq, max(int(e.get("seq", 0)) for e in evs))
+            self.events.emit(evs)
+        if models is not None:
+            self.models.emit(models)
+
+    def _on_error(self, exc: Exception) -> None:
+        self.failed.emit(str(exc))
+
+    def _on_finished(self) -> None:
+        self._busy = False
+
+
+def _items(payload, preferred: str) -> list[dict]:
+    """The list inside a `?since=` answer: {"seq": N, "<preferred>"|"items": [...]} or a bare list."""
+    if isinstance(payload, list):
+        return payload
+    if not isinstance(payload, dict):
+        return []
+    for key in (preferred, "items", "data"):
+        value = payload.get(key)
+        if isinstance(value, list):
+            return value
+    return []

@@ -1,0 +1,112 @@
+"""Table model of the model registry: the applied config's models merged with their live state."""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import time
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+COLUMNS = ("Name", "Backend", "State", "RSS", "KV used", "Pinned", "Last used", "Source")
+STATE_COLORS = MappingProxyType({"ready": "#1f7a1f", "busy": "#1f4f9a", "loading": "#9a6b00",
+                                 "error": "#b00020", "stopping": "#9a6b00", "unloaded": "#666666"})
+
+
+def fmt_bytes(n) -> str:
+    if n is None or n == "":
+        return "—"
+    if not n:
+        return "0 B"
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit in ("B", "KiB") else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def fmt_ago(t) -> str:
+    if not t:
+        return "never"
+    try:
+        ago = max(0.0, time.time() - float(t))
+    except (TypeError, ValueError):
+        return str(t)
+    if ago < 60:
+        return f"{ago:.0f} s ago"
+    if ago < 3600:
+        return f"{ago / 60:.0f} min ago"
+    return f"{ago / 3600:.1f} h ago"
+
+
+class RegistryModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.configs: list[dict] = []
+        self.live: dict[str, dict] = {}
+
+    def set_configs(self, models: list[dict]) -> None:
+        self.beginResetModel()
+        self.configs = list(models)
+        self.endResetModel()
+
+    def set_live(self, rows: list[dict]) -> None:
+        self.live = {r.get("name", ""): r for r in rows}
+        if self.configs:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.configs) - 1, len(COLUMNS) - 1))
+
+    def name_at(self, row: int) -> str | None:
+        return self.configs[row].get("name") if 0 <= row < len(self.configs) else None
+
+    def state_of(self, name: str) -> str:
+        return (self.live.get(name) or {}).get("state", "unloaded")
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.configs)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        cfg = self.configs[index.row()]
+        live = self.live.get(cfg.get("name", ""), {})
+        col = COLUMNS[index.column()]
+        state = live.get("state", "unloaded" if cfg.get("backend") != "openai" else "remote")
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(col, cfg, live, state)
+        if role == Qt.ItemDataRole.ToolTipRole and col == "State" and live.get("error"):
+            return str(live["error"])
+        if role == Qt.ItemDataRole.ForegroundRole and col == "State":
+            return QBrush(QColor(STATE_COLORS.get(state, "#333333")))
+        return None
+
+    @staticmethod
+    def _text(col: str, cfg: dict, live: dict, state: str) -> str:
+        if col == "Name":
+            return cfg.get("name", "")
+        if col == "Backend":
+            return cfg.get("backend", "")
+        if col == "State":
+            return f"error: {live.get('error')}" if state == "error" and live.get("error") else state
+        if col == "RSS":
+            return fmt_bytes(live.get("rss"))
+        if col == "KV used":
+            used, cap = live.get("kv_used_tokens"), live.get("kv_capacity_tokens")
+            return f"{used or 0} / {cap} tok" if cap else "—"
+        if col == "Pinned":
+            return "📌 yes" if live.get("pinned", cfg.get("keep_in_memory")) else ""
+        if col == "Last used":
+            return fmt_ago(live.get("last_used"))
+        if col == "Source":
+            if cfg.get("backend") == "openai":
+                return f"{cfg.get('base_url', '')} ({cfg.get('remote_model') or cfg.get('name')})"
+            return str(cfg.get("path", ""))
+        return ""

@@ -1,0 +1,130 @@
+"""Workers, signals and a stalled engine: the GUI thread keeps running while the client waits."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.gui.workers import WorkerPool
+
+
+def test_ten_thousand_signal_emits(qtbot):
+    """PySide6 6.12.0 on Python 3.11 leaked a reference per emit and aborted; we pin <6.12."""
+    from PySide6.QtCore import QObject, Signal
+
+    class Source(QObject):
+        value = Signal(object)
+        flag = Signal(bool)
+
+    source = Source()
+    got = []
+    source.value.connect(got.append)
+    source.flag.connect(got.append)
+    for i in range(10_000):
+        source.value.emit(None)
+        source.flag.emit(i % 2 == 0)
+    assert len(got) == 20_000
+
+
+def test_function_and_generator_workers(qtbot):
+    pool = WorkerPool()
+    results = []
+    pool.submit(lambda a, b: a + b, 2, 3, returned=results.append)  # connected before it starts
+    qtbot.waitUntil(lambda: results == [5])
+
+    items, errors = [], []
+    worker = pool.stream(lambda: iter(range(5)), yielded=items.append)
+    qtbot.waitUntil(lambda: items == [0, 1, 2, 3, 4])
+
+    def boom():
+        raise ValueError("no")
+    w = pool.submit(boom, errored=errors.append)
+    qtbot.waitUntil(lambda: len(errors) == 1)
+    assert isinstance(errors[0], ValueError)
+    assert pool.shutdown(2000)
+
+
+def test_generator_worker_stops_between_items(qtbot):
+    pool = WorkerPool()
+    stop = threading.Event()
+
+    def slow():
+        for i in range(1000):
+            yield i
+            time.sleep(0.01)
+    items = []
+    worker = pool.stream(slow, yielded=items.append, on_quit=stop.set)
+    qtbot.waitUntil(lambda: len(items) >= 3)
+    with qtbot.waitSignal(worker.signals.finished, timeout=2000):
+        worker.quit()
+    assert stop.is_set() and len(items) < 1000
+    assert pool.shutdown(2000)
+
+
+@pytest.fixture
+def stalled_server():
+    """Accepts connections and never answers."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    conns, done = [], threading.Event()
+
+    def accept():
+        srv.settimeout(0.2)
+        while not done.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                continue
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    done.set()
+    t.join(2)
+    for c in conns:
+        c.close()
+    srv.close()
+
+
+def test_gui_stays_responsive_when_engine_stalls(qtbot, stalled_server):
+    from PySide6.QtCore import QTimer
+
+    client = EngineClient(stalled_server)
+    pool = WorkerPool()
+    ticks = []
+    timer = QTimer()
+    timer.setInterval(20)
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start()
+    outcome = []
+    started = time.monotonic()
+    pool.submit(client.get_config, returned=outcome.append, errored=outcome.append)
+    assert time.monotonic() - started < 0.2          # submit did not wait for the answer
+    qtbot.wait(1500)                                 # the engine is still not answering ...
+    assert outcome == []
+    assert len(ticks) >= 40                          # ... and the GUI thread kept running
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert max(gaps) < 0.5
+    timer.stop()
+    client.close()
+    pool.shutdown(100)  # the stuck worker ends at its read timeout; we do not wait for it here
+
+
+def test_chat_stop_returns_at_once_when_engine_stalls(qtbot, stalled_server):
+    from laya_desktop.gui.panels.chat_panel import ChatPanel
+
+    client = EngineClient(stalled_server)
+    pool = WorkerPool()
+    chat = ChatPanel(pool, client)
+    qtbot.addWidget(chat)
+    assert chat.send("hello")
+    qtbot.wait(300)
+    assert chat.busy
+    with qtbot.waitSignal(chat.reply_finished, timeout=1000) as blocker:
+        chat.stop()
+    assert blocker.args[0]["stats"].stopped
+    assert not chat.busy and chat.send_btn.isEnabled()
+    assert chat.history == []          # an unanswered question leaves the history as it was
