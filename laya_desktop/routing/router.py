@@ -1,0 +1,328 @@
+"""The compiled router: Router(config) once per config, then decide() per request in microseconds.
+
+Every enabled rule is one bit, in rule order. Each condition is turned into a lookup that yields
+the bitmask of rules it lets through (tag -> rules naming it, prompt size -> a bisect into
+cumulative masks, ...), so the non-keyword conditions of all rules cost a few integer ANDs.
+What is left are the keyword rules that come before the first candidate that needs no keyword;
+only they need the user text, and all their keywords are found by one multi-pattern scanner.
+
+Keywords are split into tiers in rule order (64 keywords, then 4x more each tier). A request
+scans the first tier, and stops there when a candidate rule inside it matched: rules after it
+cannot win. Each keyword sits in exactly one tier, so a request that needs every tier scans each
+keyword once, at the price of re-reading the text a few times (about 1 us each); an early match,
+the common case, skips the Python callbacks for hundreds of later keywords.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass
+
+from laya_desktop.config.schema import Config, RouteConfig
+from laya_desktop.routing.request import (USER_TEXT_SEPARATOR, RouteRequest, asked_model,
+                                          merge_tags, text_parts)
+
+
+@dataclass(frozen=True)
+class Decision:
+    rule: str | None  # None when the client named a registered model directly
+    target: str
+    fallbacks: tuple[str, ...]
+    direct: bool
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    rule: str
+    matched: bool
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    decision: Decision | None
+    rules: tuple[RuleCheck, ...]  # every rule in config order, each judged on its own
+    note: str = ""
+
+
+def _collect(pattern: int, start: int, end: int, flags: int, hits: list) -> None:
+    hits.append(pattern)
+
+
+class _HyperscanScanner:
+    """Literal patterns, SINGLEMATCH: one Python callback per distinct keyword found."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: list[bytes]):
+        import hyperscan
+
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._db.compile(expressions=patterns, ids=list(range(len(patterns))),
+                         elements=len(patterns), flags=hyperscan.HS_FLAG_SINGLEMATCH, literal=True)
+        self._new_scratch = hyperscan.Scratch
+        self._local = threading.local()  # a scratch serves one scan at a time
+        self._local.scratch = self._new_scratch(self._db)  # spare the first request (~0.1 ms)
+
+    def scan(self, data: bytes) -> list[int]:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._new_scratch(self._db)
+        hits: list[int] = []
+        self._db.scan(data, _collect, context=hits, scratch=scratch)
+        return hits
+
+
+class _AhoCorasickScanner:
+    """Overlapping search, so keywords inside or overlapping other keywords are still found."""
+
+    name = "ahocorasick-rs"
+
+    def __init__(self, patterns: list[bytes]):
+        import ahocorasick_rs
+
+        self._ac = ahocorasick_rs.BytesAhoCorasick(
+            patterns, implementation=ahocorasick_rs.Implementation.DFA)
+
+    def scan(self, data: bytes) -> list[int]:
+        return [m[0] for m in self._ac.find_matches_as_indexes(data, overlapping=True)]
+
+
+def make_scanner(patterns: list[bytes], preference: str | None = None):
+    """hyperscan when it is installed and works here (it is optional), else ahocorasick-rs."""
+    if preference not in (None, "hyperscan", "ahocorasick"):
+        raise ValueError(f"unknown scanner {preference!r} (valid: hyperscan, ahocorasick)")
+    # python-hyperscan passes patterns as C strings: a NUL would cut the keyword short
+    has_nul = any(b"\0" in p for p in patterns)
+    if preference == "hyperscan" or (preference is None and not has_nul):
+        try:
+            return _HyperscanScanner(patterns)
+        except Exception:  # not installed, or no wheel/CPU support on this platform
+            if preference == "hyperscan":
+                raise
+    return _AhoCorasickScanner(patterns)
+
+
+def _encode(text_lower: str) -> bytes:
+    # surrogatepass: a JSON body may carry lone surrogates; UTF-8 stays self-synchronizing, so
+    # a byte-level substring match is still a character-level one
+    return text_lower.encode("utf-8", "surrogatepass")
+
+
+@dataclass
+class _Tier:
+    scanner: object
+    pattern_rules: list[int]  # pattern id -> rules having that keyword
+    users: int  # rules having any keyword of this tier
+    resolved: int  # rules whose keywords all lie in this tier or earlier ones
+
+
+class Router:
+    def __init__(self, config: Config, *, scanner: str | None = None,
+                 first_tier_keywords: int | None = 64):
+        """scanner: 'hyperscan' | 'ahocorasick' | None (best available).
+        first_tier_keywords: None scans all keywords in one tier."""
+        self.config = config
+        self.registered = frozenset(m.name for m in config.models)
+        self.rules = [r for r in config.routes if r.enabled]
+        self._decisions = [Decision(r.name, r.target, tuple(r.fallback), False) for r in self.rules]
+        self._direct: dict[str, Decision] = {}
+        self._compile_conditions()
+        self._compile_keywords(scanner, first_tier_keywords)
+
+    # --- compile -------------------------------------------------------------------------
+
+    def _compile_conditions(self) -> None:
+        every = (1 << len(self.rules)) - 1
+        self._tag_free, self._tag_masks = _list_condition(self.rules, lambda m: m.tags, every)
+        self._model_free, self._model_masks = _list_condition(self.rules, lambda m: m.model, every)
+        self._path_free, self._path_masks = _list_condition(self.rules, lambda m: m.path, every)
+        mins = {r.match.min_prompt_chars for r in self.rules} - {None}
+        maxs = {r.match.max_prompt_chars for r in self.rules} - {None}
+        self._mins, self._maxs = sorted(mins), sorted(maxs)
+        min_pos = {v: k for k, v in enumerate(self._mins)}
+        max_pos = {v: k for k, v in enumerate(self._maxs)}
+        self._min_free = self._max_free = 0
+        at_most = [0] * len(self._mins)  # at_most[k]: rules whose min is <= mins[k]
+        at_least = [0] * len(self._maxs)  # at_least[k]: rules whose max is >= maxs[k]
+        for bit, rule in enumerate(self.rules):
+            low, high = rule.match.min_prompt_chars, rule.match.max_prompt_chars
+            if low is None:
+                self._min_free |= 1 << bit
+            else:
+                at_most[min_pos[low]] |= 1 << bit
+            if high is None:
+                self._max_free |= 1 << bit
+            else:
+                at_least[max_pos[high]] |= 1 << bit
+        # _min_ok[bisect_right(mins, chars)] and _max_ok[bisect_left(maxs, chars)]
+        self._min_ok = [0] + _running_or(at_most)
+        self._max_ok = _running_or(at_least[::-1])[::-1] + [0]
+
+    def _compile_keywords(self, scanner: str | None, first_tier: int | None) -> None:
+        rules_of: dict[str, int] = {}  # keyword -> rules having it, in order of first use
+        first_rule: dict[str, int] = {}
+        self._keyword_rules = 0
+        for bit, rule in enumerate(self.rules):
+            words = [k.lower() for k in rule.match.keywords]
+            if not words or "" in words:  # "" is in every text: no condition at all
+                continue
+            self._keyword_rules |= 1 << bit
+            for word in words:
+                rules_of[word] = rules_of.get(word, 0) | 1 << bit
+                first_rule.setdefault(word, bit)
+        self._tiers: list[_Tier] = []
+        self.scanner_name = "none"
+        words = list(rules_of)
+        start = 0
+        size = first_tier or len(words)
+        while start < len(words):
+            end = min(start + size, len(words))
+            # a tier ends at a rule boundary: all keywords of its last rule belong to it
+            while end < len(words) and first_rule[words[end]] == first_rule[words[end - 1]]:
+                end += 1
+            tier_words = words[start:end]
+            resolved = (1 << first_rule[words[end]]) - 1 if end < len(words) else -1
+            impl = make_scanner([_encode(w) for w in tier_words], scanner)
+            self.scanner_name = impl.name
+            users = 0
+            for w in tier_words:
+                users |= rules_of[w]
+            self._tiers.append(_Tier(impl, [rules_of[w] for w in tier_words], users, resolved))
+            start, size = end, size * 4
+
+    @property
+    def tier_count(self) -> int:
+        """Keyword scanner tiers (0: no enabled rule has keywords, requests are never scanned)."""
+        return len(self._tiers)
+
+    # --- decide --------------------------------------------------------------------------
+
+    def decide_body(self, path: str, body: dict, header_tags: str | None,
+                    registered: bool | None = None) -> Decision | None:
+        """Extraction plus decision: what X-Laya-Route-Us times."""
+        model = asked_model(body)
+        if registered is None:
+            registered = model in self.registered
+        if registered and model is not None:
+            return self._direct_to(model)
+        user_parts, chars = text_parts(body)
+        return self._select(path, model, merge_tags(body, header_tags), chars,
+                            lambda: _encode(USER_TEXT_SEPARATOR.join(user_parts).lower()))
+
+    def decide(self, req: RouteRequest) -> Decision | None:
+        if req.model is not None and req.model in self.registered:
+            return self._direct_to(req.model)
+        return self._select(req.path, req.model, req.tags, req.prompt_chars,
+                            lambda: _encode(req.user_text_lower))
+
+    def _direct_to(self, model: str) -> Decision:
+        decision = self._direct.get(model)
+        if decision is None:
+            decision = self._direct[model] = Decision(None, model, (), True)
+        return decision
+
+    def _select(self, path, model, tags, chars, user_bytes) -> Decision | None:
+        candidates = self._tag_free
+        for tag in tags:
+            candidates |= self._tag_masks.get(tag, 0)
+        candidates &= self._model_free | self._model_masks.get(model, 0)
+        candidates &= self._path_free | self._path_masks.get(path, 0)
+        candidates &= self._min_free | self._min_ok[bisect.bisect_right(self._mins, chars)]
+        candidates &= self._max_free | self._max_ok[bisect.bisect_left(self._maxs, chars)]
+        if not candidates:
+            return None
+        no_keywords = candidates & ~self._keyword_rules
+        winner = no_keywords & -no_keywords  # lowest bit: the first such rule
+        needed = candidates & self._keyword_rules
+        if winner:
+            needed &= winner - 1  # only keyword rules before it can still win
+        if needed:
+            winner = self._scan(needed, user_bytes()) or winner
+        return self._decisions[winner.bit_length() - 1] if winner else None
+
+    def _scan(self, needed: int, data: bytes) -> int:
+        """The lowest bit of `needed` whose keyword condition holds, or 0."""
+        satisfied = 0
+        for tier in self._tiers:
+            if not needed & tier.users:
+                continue
+            masks = tier.pattern_rules
+            for pattern in tier.scanner.scan(data):
+                satisfied |= masks[pattern]
+            found = satisfied & needed & tier.resolved
+            if found:
+                return found & -found
+            if not needed & ~tier.resolved:
+                return 0
+        return 0
+
+    # --- explain (slow path, for people) ---------------------------------------------------
+
+    def explain(self, req: RouteRequest) -> Explanation:
+        decision = self.decide(req)
+        if decision is not None and decision.direct:
+            return Explanation(decision, (), f"model {req.model!r} is registered: served directly, "
+                                             "rules not consulted")
+        checks = tuple(check_rule(rule, req) for rule in self.config.routes)
+        note = "" if decision else "no rule matches: the engine answers 404 model_not_found"
+        return Explanation(decision, checks, note)
+
+
+def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:
+    """Judge one rule on its own, with a reason for each condition (the reference semantics)."""
+    if not rule.enabled:
+        return RuleCheck(rule.name, False, ("disabled",))
+    m = rule.match
+    held: list[str] = []
+    failed: list[str] = []
+
+    def judge(ok: bool, yes: str, no: str) -> None:
+        (held if ok else failed).append(yes if ok else no)
+
+    if m.tags:
+        judge(any(t in req.tags for t in m.tags), f"tag of {_show(m.tags)} in request tags "
+              f"{_show(req.tags)}", f"no tag of {_show(m.tags)} in request tags {_show(req.tags)}")
+    if m.keywords:
+        found = [k for k in m.keywords if k.lower() in req.user_text_lower]
+        judge(bool(found), f"keyword {found[0]!r} found in user text" if found else "",
+              f"keywords {_show(m.keywords)} not found in user text")
+    if m.min_prompt_chars is not None:
+        judge(req.prompt_chars >= m.min_prompt_chars,
+              f"prompt has {req.prompt_chars} chars >= min {m.min_prompt_chars}",
+              f"prompt has {req.prompt_chars} chars < min {m.min_prompt_chars}")
+    if m.max_prompt_chars is not None:
+        judge(req.prompt_chars <= m.max_prompt_chars,
+              f"prompt has {req.prompt_chars} chars <= max {m.max_prompt_chars}",
+              f"prompt has {req.prompt_chars} chars > max {m.max_prompt_chars}")
+    if m.model:
+        judge(req.model in m.model, f"model {req.model!r} in {_show(m.model)}",
+              f"model {req.model!r} not in {_show(m.model)}")
+    if m.path:
+        judge(req.path in m.path, f"path {req.path!r} in {_show(m.path)}",
+              f"path {req.path!r} not in {_show(m.path)}")
+    if failed:
+        return RuleCheck(rule.name, False, tuple(failed))
+    return RuleCheck(rule.name, True, tuple(held) or ("no conditions (catch-all)",))
+
+
+def _show(items) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _list_condition(rules: list[RouteConfig], field, every: int) -> tuple[int, dict[str, int]]:
+    """(rules without this condition, value -> rules listing it)."""
+    masks: dict[str, int] = {}
+    for bit, rule in enumerate(rules):
+        for value in field(rule.match):
+            masks[value] = masks.get(value, 0) | 1 << bit
+            every &= ~(1 << bit)
+    return every, masks
+
+
+def _running_or(masks: list[int]) -> list[int]:
+    out, acc = [], 0
+    for m in masks:
+        acc |= m
+        out.append(acc)
+    return out
