@@ -37,17 +37,30 @@ class LocalGeneration:
     first: dict
     started: float
     first_event_at: float
+    wait_s: float = 0.0          # queue wait and model load, not the engine's own work
+    sent_at: float = 0.0
+    done_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
     finished: bool = False
 
     async def events(self):
         event = self.first
         while True:
-            yield event
             if event.get("event") in ("done", "error"):
+                self.done_at = time.monotonic()
                 self.finished = True
+                yield event
                 return
+            yield event
             event = await self.queue.get()
+
+    def engine_overhead_ms(self, request_started: float, ended: float) -> float | None:
+        """Time the engine itself spent on the request: before the runner got it and after it
+        finished (parsing, routing, admission bookkeeping, formatting the answer)."""
+        if self.done_at is None:
+            return None
+        before = self.sent_at - request_started - self.wait_s
+        return round((before + ended - self.done_at) * 1000, 3)
 
     async def close(self) -> None:
         await self.handle.close_stream(self.req_id, cancel=not self.finished)
@@ -62,13 +75,16 @@ async def _start_local(manager: ModelManager, served: ServedModel, command: dict
     try:
         served.touch()
         handle = await manager.ensure_ready(served)
+        wait_s = time.monotonic() - started
         req_id = uuid.uuid4().hex
+        sent_at = time.monotonic()
         queue = await handle.open_stream(req_id, command)
         first = await queue.get()
     except BaseException:
         served.queue.release()
         raise
-    gen = LocalGeneration(served, handle, req_id, queue, first, started, time.monotonic())
+    gen = LocalGeneration(served, handle, req_id, queue, first, started, time.monotonic(),
+                          wait_s=wait_s, sent_at=sent_at)
     if first.get("event") == "error":
         gen.finished = True
         await gen.close()

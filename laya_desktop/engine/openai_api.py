@@ -42,10 +42,14 @@ class RequestRecord:
                        "status": None, "prompt_tokens": None, "completion_tokens": None,
                        "cached_tokens": None, "ttft_ms": None, "duration_ms": None}
         self.started = time.monotonic()
+        self.generation = None
 
     def finish(self, engine, status: int) -> None:
+        ended = time.monotonic()
         self.fields["status"] = status
-        self.fields["duration_ms"] = round((time.monotonic() - self.started) * 1000, 1)
+        self.fields["duration_ms"] = round((ended - self.started) * 1000, 1)
+        if isinstance(self.generation, LocalGeneration):
+            self.fields["engine_ms"] = self.generation.engine_overhead_ms(self.started, ended)
         engine.record_request(self.fields)
 
 
@@ -78,6 +82,7 @@ async def _serve(request: Request, kind: str) -> Response:
     except ApiError as exc:
         record.finish(engine, exc.status)
         return exc.response(route_headers)
+    record.generation = gen
     served_name = gen.served.name
     route_headers["X-Laya-Model"] = served_name
     record.fields["model"] = served_name
