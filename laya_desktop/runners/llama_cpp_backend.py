@@ -1,0 +1,464 @@
+"""The llama.cpp backend: one model, `parallel` sequences decoded together (continuous batching).
+
+Each slot owns one llama.cpp sequence id and remembers which tokens its KV cache holds. Every
+step builds one llama_batch from the next token of each running sequence plus chunks of prompts
+still being read (policy in batching.py), calls llama_decode once, and samples each sequence
+that produced logits with its own sampler chain. Requests join and leave between steps. A
+finished request leaves its KV in the slot so the next request with the same prefix (a system
+prompt, the previous chat turn) reads only the rest.
+"""
+from __future__ import annotations
+
+import collections
+import ctypes
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import llama_cpp as L
+import numpy as np
+
+from laya_desktop.runners import protocol as P
+from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, plan_batch
+from laya_desktop.runners.builtin import resolve_model_path
+from laya_desktop.runners.chat_templates import normalize_messages, select_formatter
+
+# ggml type and bytes per element of each KV cache type (q8_0: 34 bytes per 32; q4_0: 18 per 32).
+KV_CACHE_TYPES = {"f16": (L.GGML_TYPE_F16, 2.0), "q8_0": (L.GGML_TYPE_Q8_0, 34 / 32),
+                  "q4_0": (L.GGML_TYPE_Q4_0, 18 / 32)}
+N_BATCH = 512
+PREFILL_CHUNK_WHEN_BUSY = 64    # prompt tokens per step while others decode: ~0.5 s of Gemma 270M on one core
+RATE_WINDOW_S = 2.0
+
+
+def default_n_threads() -> int:
+    """Threads for decoding. ggml's workers spin while waiting for each other, so a thread
+    that loses its core to another process stalls every matmul: on 2 cores shared with the
+    engine and the GUI, two threads decoded Gemma 270M 4x slower than one (see the report in
+    bench/). Above that, about one thread per physical core (half the logical CPUs), up to 8."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    return 1 if cpus <= 2 else max(2, min(cpus // 2, 8))
+
+
+class _LlamaLog:
+    """llama.cpp's log: warnings and errors go to stderr (the runner's log); the last errors
+    are kept to explain a failed load."""
+
+    def __init__(self):
+        self.errors: collections.deque[str] = collections.deque(maxlen=8)
+        self._last_level = 0
+        self._callback = L.llama_log_callback(self._log)   # referenced for the process lifetime
+        L.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+    def _log(self, level: int, text: bytes, _user) -> None:
+        level = self._last_level if level == 5 else level   # 5: continues the previous line
+        self._last_level = level
+        if level >= 3:   # WARN, ERROR
+            message = text.decode("utf-8", "replace")
+            sys.stderr.write(message)
+            if level == 4 and message.strip():
+                self.errors.append(message.strip())
+
+
+@dataclass
+class Request:
+    id: str
+    prompt: list[int]
+    params: P.SamplingParams
+    stream: TextStream
+    max_tokens: int
+    sampler: ctypes.c_void_p | None = None
+    slot: "Slot | None" = None
+    n_done: int = 0                 # prompt tokens whose KV is in the slot
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    next_token: int | None = None   # sampled, to be decoded in the next step
+
+
+@dataclass
+class Slot:
+    seq_id: int
+    tokens: list[int] = field(default_factory=list)   # what this sequence's KV holds
+    request: Request | None = None
+    last_used: float = 0.0
+
+
+class LlamaCppBackend:
+    def __init__(self, spec: dict):
+        self._log = _LlamaLog()
+        self.name = spec.get("name") or "model"
+        if not spec.get("path"):
+            raise ValueError("the spec names no model path")
+        self.path = str(resolve_model_path(str(spec["path"])))
+        self.n_ctx = int(spec.get("n_ctx") or 4096)
+        self.parallel = int(spec.get("parallel") or 4)
+        kv_type = spec.get("kv_cache_type") or "f16"
+        if kv_type not in KV_CACHE_TYPES:
+            raise ValueError(f"unknown kv_cache_type {kv_type!r} (valid: {', '.join(KV_CACHE_TYPES)})")
+        if self.n_ctx < 16 or self.parallel < 1:
+            raise ValueError("n_ctx must be at least 16 and parallel at least 1")
+        self.kv_cache_type = kv_type
+        self.n_threads = int(spec.get("n_threads") or default_n_threads())
+        self.model = self.ctx = None
+        self.batch = None
+
+        L.llama_backend_init()
+        mparams = L.llama_model_default_params()
+        mparams.n_gpu_layers = int(spec.get("n_gpu_layers") or 0)
+        # ggml's repacked CPU kernels speed up prompt reading but make a row's result depend
+        # on how many rows share its matmul, so greedy output would change with the load.
+        mparams.use_extra_bufts = bool(spec.get("cpu_repack", False))
+        self.model = L.llama_model_load_from_file(self.path.encode(), mparams)
+        if not self.model:
+            raise RuntimeError(self._failure(f"cannot load {self.path}"))
+        self.vocab = L.llama_model_get_vocab(self.model)
+        self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
+        self.architecture = self._meta("general.architecture") or "unknown"
+
+        ggml_type, self._kv_elem_bytes = KV_CACHE_TYPES[kv_type]
+        cparams = L.llama_context_default_params()
+        cparams.n_ctx = self.n_ctx * self.parallel
+        cparams.n_seq_max = self.parallel
+        self.n_batch = max(N_BATCH, self.parallel)
+        cparams.n_batch = cparams.n_ubatch = self.n_batch
+        cparams.n_threads = cparams.n_threads_batch = self.n_threads
+        cparams.type_k = cparams.type_v = ggml_type
+        if kv_type != "f16":   # llama.cpp needs flash attention for a quantized V cache
+            cparams.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        # One KV stream for all sequences: a step's tokens go through llama_decode as a single
+        # ubatch (separate streams split mixed batches into several), and each sequence's
+        # n_ctx limit is enforced here instead.
+        cparams.kv_unified = True
+        cparams.swa_full = True   # SWA layers keep the full context: prefix reuse stays possible
+        cparams.no_perf = True
+        self.ctx = L.llama_init_from_model(self.model, cparams)
+        if not self.ctx:
+            raise RuntimeError(self._failure(f"cannot create a context for {self.path} "
+                                             f"(n_ctx {cparams.n_ctx}, kv_cache_type {kv_type})"))
+        self.n_ctx = min(self.n_ctx, L.llama_n_ctx_seq(self.ctx))
+        self.mem = L.llama_get_memory(self.ctx)
+        self.batch = L.llama_batch_init(self.n_batch, 0, 1)
+        self._b_token = np.ctypeslib.as_array(self.batch.token, shape=(self.n_batch,))
+        self._b_pos = np.ctypeslib.as_array(self.batch.pos, shape=(self.n_batch,))
+        self._b_logits = np.ctypeslib.as_array(self.batch.logits, shape=(self.n_batch,))
+        np.ctypeslib.as_array(self.batch.n_seq_id, shape=(self.n_batch,))[:] = 1
+        self._b_seq = [self.batch.seq_id[i] for i in range(self.n_batch)]
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+        bos, eos = L.llama_vocab_bos(self.vocab), L.llama_vocab_eos(self.vocab)
+        template = L.llama_model_chat_template(self.model, None)
+        self.chat_format, self._format = select_formatter(
+            spec.get("chat_format"), template.decode("utf-8", "replace") if template else None,
+            self.architecture, self._token_text(bos), self._token_text(eos))
+        self.kv_bytes_per_token = self._kv_bytes_per_token()
+
+        self.slots = [Slot(seq_id=i) for i in range(self.parallel)]
+        self.waiting: collections.deque[Request] = collections.deque()
+        self._rate: collections.deque[tuple[float, int, float]] = collections.deque()
+        self._totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+
+    # --- model facts -----------------------------------------------------------------------------
+
+    def _failure(self, message: str) -> str:
+        detail = " | ".join(self._log.errors)
+        return f"{message}: {detail}" if detail else message
+
+    def _meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(1024)
+        n = L.llama_model_meta_val_str(self.model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def _token_text(self, tok: int) -> str:
+        if tok < 0:
+            return ""
+        text = L.llama_vocab_get_text(self.vocab, tok)
+        return text.decode("utf-8", "replace") if text else ""
+
+    def _kv_bytes_per_token(self) -> float:
+        """layers x KV heads x (key + value head size) x element size, from the GGUF metadata."""
+        arch = self.architecture
+        n_layer = L.llama_model_n_layer(self.model)
+        n_head = max(L.llama_model_n_head(self.model), 1)
+        n_head_kv = L.llama_model_n_head_kv(self.model)
+        head_default = L.llama_model_n_embd(self.model) // n_head
+        k = int(self._meta(f"{arch}.attention.key_length") or head_default)
+        v = int(self._meta(f"{arch}.attention.value_length") or head_default)
+        return n_layer * n_head_kv * (k + v) * self._kv_elem_bytes
+
+    def info(self) -> dict:
+        return {"name": self.name, "path": self.path, "backend": "llama_cpp",
+                "architecture": self.architecture, "n_ctx": self.n_ctx, "parallel": self.parallel,
+                "n_ctx_train": L.llama_model_n_ctx_train(self.model), "n_vocab": self.n_vocab,
+                "kv_cache_type": self.kv_cache_type, "kv_bytes_per_token": self.kv_bytes_per_token,
+                "kv_capacity_tokens": self.n_ctx * self.parallel, "chat_format": self.chat_format,
+                "n_threads": self.n_threads, "n_batch": self.n_batch,
+                "model_size_bytes": L.llama_model_size(self.model),
+                "n_params": L.llama_model_n_params(self.model)}
+
+    # --- text <-> tokens -------------------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        buf = (L.llama_token * cap)()
+        n = L.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, True)
+        if n < 0:
+            cap = -n
+            buf = (L.llama_token * cap)()
+            n = L.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, True)
+        return list(buf[:n])
+
+    def piece(self, tok: int) -> bytes:
+        buf = self._piece_buf
+        n = L.llama_token_to_piece(self.vocab, tok, buf, len(buf), 0, False)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = L.llama_token_to_piece(self.vocab, tok, buf, len(buf), 0, False)
+        return buf.raw[:n]
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def submit(self, cmd: dict) -> list[dict]:
+        req_id = str(cmd.get("id"))
+        try:
+            params = P.parse_params(cmd.get("params"))
+            prompt, stops = self._prompt(cmd)
+        except P.BadRequest as exc:
+            return [P.error(req_id, "bad_request", str(exc))]
+        if len(prompt) > self.n_ctx:
+            return [P.error(req_id, "context_length_exceeded",
+                            f"the prompt has {len(prompt)} tokens, more than this model's context "
+                            f"of {self.n_ctx} tokens per sequence")]
+        bad = [t for t in params.logit_bias if not 0 <= t < self.n_vocab]
+        if bad:
+            return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
+        max_tokens = params.max_tokens or self.n_ctx
+        self.waiting.append(Request(req_id, prompt, params, TextStream(stops + params.stop), max_tokens))
+        return []
+
+    def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
+        if cmd.get("kind") == "chat":
+            chat = self._format(normalize_messages(cmd.get("messages")))
+            prompt, stops = self.tokenize(chat.text, chat.add_special), chat.stop
+        else:
+            text = cmd.get("prompt")
+            if isinstance(text, list) and len(text) == 1 and isinstance(text[0], str):
+                text = text[0]
+            if isinstance(text, list) and text and all(isinstance(t, int) for t in text):
+                if not all(0 <= t < self.n_vocab for t in text):
+                    raise P.BadRequest("prompt holds a token id outside the vocabulary")
+                prompt, stops = list(text), []
+            elif isinstance(text, str):
+                prompt, stops = self.tokenize(text, True), []
+            else:
+                raise P.BadRequest("prompt must be a string")
+        if not prompt:
+            raise P.BadRequest("the prompt is empty")
+        return prompt, stops
+
+    def cancel(self, req_id: str) -> list[dict]:
+        for req in self.waiting:
+            if req.id == req_id:
+                self.waiting.remove(req)
+                return [self._done_event(req, "cancelled")]
+        for slot in self.slots:
+            if slot.request is not None and slot.request.id == req_id:
+                return [self._finish(slot.request, "cancelled")]
+        return []
+
+    def has_work(self) -> bool:
+        return bool(self.waiting) or any(s.request is not None for s in self.slots)
+
+    # --- one step --------------------------------------------------------------------------------
+
+    def step(self) -> list[dict]:
+        """Admit waiting requests, decode one batch, sample every sequence that produced logits."""
+        self._admit()
+        decoding, chunks = self._schedule()
+        if not decoding and not chunks:
+            return []
+        outputs = self._fill_batch(decoding, chunks)
+        t0 = time.perf_counter()
+        rc = L.llama_decode(self.ctx, self.batch)
+        if rc != 0:
+            return self._decode_failed(rc, decoding + [r for r, _ in chunks])
+        for r in decoding:
+            r.slot.tokens.append(r.next_token)
+            r.next_token = None
+        for r, take in chunks:
+            r.slot.tokens.extend(r.prompt[r.n_done:r.n_done + take])
+            r.n_done += take
+        events = []
+        for r, idx in outputs:
+            events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx)))
+        self._record_rate(len(decoding), time.perf_counter() - t0)
+        return events
+
+    def _schedule(self) -> tuple[list[Request], list[tuple[Request, int]]]:
+        """(sequences decoding their next token, [(request, prompt tokens to read now)])."""
+        running = [s.request for s in self.slots if s.request is not None]
+        decoding = [r for r in running if r.next_token is not None]
+        prefilling = sorted((r for r in running if r.n_done < len(r.prompt)),
+                            key=lambda r: r.slot.last_used)   # admission order
+        plan = dict(plan_batch(len(decoding), [(r.id, len(r.prompt) - r.n_done) for r in prefilling],
+                               self.n_batch, PREFILL_CHUNK_WHEN_BUSY))
+        return decoding, [(r, plan[r.id]) for r in prefilling if plan.get(r.id)]
+
+    def _fill_batch(self, decoding: list[Request], chunks: list[tuple[Request, int]]):
+        """Write the step's tokens into the llama_batch; returns [(request, its logits row)]."""
+        outputs = []
+        n = 0
+        for r in decoding:
+            self._b_token[n], self._b_pos[n], self._b_logits[n] = r.next_token, len(r.slot.tokens), 1
+            self._b_seq[n][0] = r.slot.seq_id
+            outputs.append((r, n))
+            n += 1
+        for r, take in chunks:
+            self._b_token[n:n + take] = r.prompt[r.n_done:r.n_done + take]
+            self._b_pos[n:n + take] = np.arange(r.n_done, r.n_done + take)
+            self._b_logits[n:n + take] = 0
+            for i in range(n, n + take):
+                self._b_seq[i][0] = r.slot.seq_id
+            n += take
+            if r.n_done + take == len(r.prompt):   # the prompt's last token gives the first logits
+                self._b_logits[n - 1] = 1
+                outputs.append((r, n - 1))
+        self.batch.n_tokens = n
+        return outputs
+
+    def _admit(self) -> None:
+        while self.waiting:
+            free = [FreeSlot(i, s.tokens, s.last_used) for i, s in enumerate(self.slots)
+                    if s.request is None]
+            if not free:
+                return
+            req = self.waiting.popleft()
+            index, keep = choose_slot(req.prompt, free)
+            slot = self.slots[index]
+            if keep < len(slot.tokens) and not L.llama_memory_seq_rm(self.mem, slot.seq_id, keep, -1):
+                L.llama_memory_seq_rm(self.mem, slot.seq_id, -1, -1)
+                keep = 0
+            del slot.tokens[keep:]
+            req.slot, req.n_done, req.cached_tokens = slot, keep, keep
+            req.sampler = self._make_sampler(req.params)
+            slot.request, slot.last_used = req, time.monotonic()
+
+    def _sampled(self, r: Request, tok: int) -> list[dict]:
+        r.completion_tokens += 1
+        if L.llama_vocab_is_eog(self.vocab, tok):
+            return self._flush(r) + [self._finish(r, "stop")]
+        text = r.stream.push(self.piece(tok))
+        events = [P.token(r.id, text)] if text else []
+        if r.stream.stopped:
+            return events + [self._finish(r, "stop")]
+        if r.completion_tokens >= r.max_tokens or len(r.prompt) + r.completion_tokens >= self.n_ctx:
+            return events + self._flush(r) + [self._finish(r, "length")]
+        r.next_token = tok
+        return events
+
+    def _flush(self, r: Request) -> list[dict]:
+        text = r.stream.flush()
+        return [P.token(r.id, text)] if text else []
+
+    def _finish(self, r: Request, reason: str) -> dict:
+        self._release(r)
+        return self._done_event(r, reason)
+
+    def _release(self, r: Request) -> None:
+        """Free the request's slot; its KV stays there for prefix reuse by a later request."""
+        if r.slot is not None:
+            r.slot.request, r.slot.last_used = None, time.monotonic()
+        if r.sampler is not None:
+            L.llama_sampler_free(r.sampler)
+            r.sampler = None
+
+    def _done_event(self, r: Request, reason: str) -> dict:
+        t = self._totals
+        t["requests"] += 1
+        t["prompt_tokens"] += len(r.prompt)
+        t["cached_tokens"] += r.cached_tokens
+        t["completion_tokens"] += r.completion_tokens
+        return P.done(r.id, reason, len(r.prompt), r.completion_tokens, r.cached_tokens)
+
+    def _decode_failed(self, rc: int, requests: list[Request]) -> list[dict]:
+        code = "kv_full" if rc == 1 else "internal"
+        message = ("no room left in the KV cache" if rc == 1
+                   else self._failure(f"llama_decode failed with code {rc}"))
+        events = []
+        for r in requests:
+            L.llama_memory_seq_rm(self.mem, r.slot.seq_id, -1, -1)
+            r.slot.tokens.clear()
+            self._release(r)
+            events.append(P.error(r.id, code, message))
+        return events
+
+    def _make_sampler(self, p: P.SamplingParams):
+        chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
+        add = lambda s: L.llama_sampler_chain_add(chain, s)  # noqa: E731
+        if p.logit_bias:
+            arr = (L.llama_logit_bias * len(p.logit_bias))(
+                *[L.llama_logit_bias(t, b) for t, b in p.logit_bias.items()])
+            add(L.llama_sampler_init_logit_bias(self.n_vocab, len(p.logit_bias), arr))
+        repeat = p.repeat_penalty if p.repeat_penalty > 0 else 1.0
+        if repeat != 1.0 or p.frequency_penalty or p.presence_penalty:
+            add(L.llama_sampler_init_penalties(self.n_vocab, 64, repeat, p.frequency_penalty,
+                                               p.presence_penalty))
+        if p.temperature <= 0:
+            add(L.llama_sampler_init_greedy())
+            return chain
+        if p.top_k > 0:
+            add(L.llama_sampler_init_top_k(p.top_k))
+        if p.top_p < 1.0:
+            add(L.llama_sampler_init_top_p(p.top_p, 1))
+        if p.min_p > 0.0:
+            add(L.llama_sampler_init_min_p(p.min_p, 1))
+        add(L.llama_sampler_init_temp(p.temperature))
+        seed = L.LLAMA_DEFAULT_SEED if p.seed is None else p.seed & 0xFFFFFFFF
+        add(L.llama_sampler_init_dist(seed))
+        return chain
+
+    # --- stats -----------------------------------------------------------------------------------
+
+    def _record_rate(self, n_tokens: int, seconds: float) -> None:
+        now = time.monotonic()
+        self._rate.append((now, n_tokens, seconds))
+        while self._rate and self._rate[0][0] < now - RATE_WINDOW_S:
+            self._rate.popleft()
+
+    def tokens_per_s(self) -> float:
+        now = time.monotonic()
+        recent = [(n, dt) for t, n, dt in self._rate if t >= now - RATE_WINDOW_S]
+        busy = sum(dt for _, dt in recent)
+        return round(sum(n for n, _ in recent) / busy, 2) if busy > 0 else 0.0
+
+    def stats(self) -> dict:
+        used = sum(len(s.tokens) for s in self.slots)
+        return {"kv_used_tokens": used, "kv_capacity_tokens": self.n_ctx * self.parallel,
+                "kv_bytes_per_token": self.kv_bytes_per_token,
+                "kv_used_bytes": int(used * self.kv_bytes_per_token),
+                "kv_capacity_bytes": int(self.n_ctx * self.parallel * self.kv_bytes_per_token),
+                "active": sum(s.request is not None for s in self.slots), "queued": len(self.waiting),
+                "parallel": self.parallel, "tokens_per_s": self.tokens_per_s(),
+                "requests_total": self._totals["requests"],
+                "prompt_tokens_total": self._totals["prompt_tokens"],
+                "cached_tokens_total": self._totals["cached_tokens"],
+                "completion_tokens_total": self._totals["completion_tokens"]}
+
+    def close(self) -> None:
+        for slot in self.slots if hasattr(self, "slots") else []:
+            if slot.request is not None and slot.request.sampler is not None:
+                L.llama_sampler_free(slot.request.sampler)
+                slot.request.sampler = None
+        if self.batch is not None:
+            L.llama_batch_free(self.batch)
+            self.batch = None
+        if self.ctx:
+            L.llama_free(self.ctx)
+            self.ctx = None
+        if self.model:
+            L.llama_model_free(self.model)
+            self.model = None

@@ -1,0 +1,171 @@
+"""JSON-lines messages between the engine and a runner process (see docs/ARCHITECTURE.md).
+
+Commands (engine -> runner, on stdin): generate, cancel, stats, shutdown.
+Events (runner -> engine, on the protocol fd): ready, load_failed, token, done, error, stats.
+A cancelled request ends with a `done` event whose finish_reason is "cancelled" (the engine has
+usually stopped listening by then; it tells a waiting caller that the slot is free).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+OPS = ("generate", "cancel", "stats", "shutdown")
+ERROR_CODES = ("context_length_exceeded", "bad_request", "kv_full", "internal")
+
+
+class BadRequest(ValueError):
+    """A generate command the runner cannot serve as given (engine answers 400)."""
+
+
+class ContextLengthExceeded(ValueError):
+    """A prompt longer than n_ctx tokens (engine answers 400 context_length_exceeded)."""
+
+
+def encode(message: dict) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def decode(line: bytes | str) -> dict:
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a message must be a JSON object")
+    return message
+
+
+# --- events --------------------------------------------------------------------------------------
+
+def ready(info: dict) -> dict:
+    return {"event": "ready", "info": info}
+
+
+def load_failed(message: str) -> dict:
+    return {"event": "load_failed", "message": message}
+
+
+def token(req_id: str, text: str) -> dict:
+    return {"event": "token", "id": req_id, "text": text}
+
+
+def done(req_id: str, finish_reason: str, prompt_tokens: int, completion_tokens: int,
+         cached_tokens: int = 0) -> dict:
+    return {"event": "done", "id": req_id, "finish_reason": finish_reason,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "cached_tokens": cached_tokens}}
+
+
+def error(req_id: str | None, code: str, message: str) -> dict:
+    return {"event": "error", "id": req_id, "code": code, "message": message}
+
+
+def stats(values: dict) -> dict:
+    return {"event": "stats", **values}
+
+
+# --- generate parameters -------------------------------------------------------------------------
+
+@dataclass
+class SamplingParams:
+    """A generate command's `params`, checked. Defaults follow llama-cpp-python's server."""
+    max_tokens: int | None = None          # None: until n_ctx
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repeat_penalty: float = 1.0
+    logit_bias: dict[int, float] = field(default_factory=dict)
+
+
+def _number(params: dict, key: str, default: float, lo: float, hi: float) -> float:
+    value = params.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadRequest(f"{key} must be a number, got {value!r}")
+    if not lo <= value <= hi:
+        raise BadRequest(f"{key} must be between {lo:g} and {hi:g}, got {value!r}")
+    return float(value)
+
+
+def _integer(params: dict, key: str, default: int | None, lo: int) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"{key} must be an integer, got {value!r}")
+    if value < lo:
+        raise BadRequest(f"{key} must be at least {lo}, got {value!r}")
+    return value
+
+
+def parse_params(params: dict | None) -> SamplingParams:
+    params = params or {}
+    if not isinstance(params, dict):
+        raise BadRequest("params must be an object")
+    stop = params.get("stop")
+    if stop is None:
+        stop = []
+    elif isinstance(stop, str):
+        stop = [stop]
+    elif not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
+        raise BadRequest("stop must be a string or a list of strings")
+    bias_raw = params.get("logit_bias") or {}
+    if not isinstance(bias_raw, dict):
+        raise BadRequest("logit_bias must be an object of token id -> bias")
+    logit_bias = {}
+    for key, value in bias_raw.items():
+        try:
+            token_id = int(key)
+        except (TypeError, ValueError):
+            raise BadRequest(f"logit_bias key {key!r} is not a token id") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRequest(f"logit_bias[{key}] must be a number")
+        logit_bias[token_id] = max(-100.0, min(100.0, float(value)))
+    return SamplingParams(
+        max_tokens=_integer(params, "max_tokens", None, 1),
+        temperature=_number(params, "temperature", 0.8, 0.0, 100.0),
+        top_p=_number(params, "top_p", 0.95, 0.0, 1.0),
+        top_k=int(_integer(params, "top_k", 40, 0)),
+        min_p=_number(params, "min_p", 0.05, 0.0, 1.0),
+        stop=[s for s in stop if s],
+        seed=_integer(params, "seed", None, -(2 ** 63)),
+        frequency_penalty=_number(params, "frequency_penalty", 0.0, -2.0, 2.0),
+        presence_penalty=_number(params, "presence_penalty", 0.0, -2.0, 2.0),
+        repeat_penalty=_number(params, "repeat_penalty", 1.0, 0.0, 100.0),
+        logit_bias=logit_bias,
+    )
+
+
+def message_text(content: Any) -> str:
+    """The text of a chat message's content: a string, or the text parts of a content array."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text":
+                parts.append(str(part.get("text", "")))
+        return "".join(parts)
+    raise BadRequest("message content must be a string or a list of parts")
+
+
+class Backend(Protocol):
+    """What runner_main drives; single-threaded, called from the runner's main loop."""
+
+    def info(self) -> dict: ...
+    def submit(self, cmd: dict) -> list[dict]: ...
+    def cancel(self, req_id: str) -> list[dict]: ...
+    def has_work(self) -> bool: ...
+    def step(self) -> list[dict]: ...
+    def stats(self) -> dict: ...
+    def close(self) -> None: ...
