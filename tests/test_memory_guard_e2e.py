@@ -129,3 +129,74 @@ def test_squeeze_unloads_least_recently_used_then_recovers(tiny_gguf, tmp_path):
                 break
             assert time.monotonic() < deadline, r.text
             time.sleep(0.3)
+
+
+def test_idle_ttl_unloads_and_pinned_stays(tiny_gguf, tmp_path):
+    config = two_models(tiny_gguf)
+    config["models"][0]["idle_ttl_s"] = 1
+    config["models"][2]["idle_ttl_s"] = 1  # pinned: the TTL does not apply
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        for name in ("older", "pinned"):
+            c.post(f"/admin/models/{name}/load").raise_for_status()
+        deadline = time.monotonic() + 10
+        while not [e for e in _events(c) if e["kind"] == "idle_unload"]:
+            assert time.monotonic() < deadline, "no idle unload"
+            time.sleep(0.1)
+        time.sleep(1.5)
+        unloaded = {e["model"] for e in _events(c) if e["kind"] == "idle_unload"}
+        assert unloaded == {"older"}
+        state = {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}
+        assert state == {"older": "unloaded", "newer": "unloaded", "pinned": "ready"}
+
+
+@pytest.mark.timeout(120)
+def test_busy_model_unloaded_last_with_clean_503(tiny_gguf, tmp_path):
+    available = psutil.virtual_memory().available
+    reserve_gib = round((available - 1.5 * GIB) / GIB, 2)
+    config = {"models": [{"name": "busy", "backend": "llama_cpp", "path": str(tiny_gguf),
+                          "n_ctx": 32768, "parallel": 2, "idle_ttl_s": 0}],
+              "routes": [{"name": "default", "target": "busy"}],
+              "memory": {"sample_hz": 4, "reserved_system_gb": reserve_gib}}
+    long_chat = {"max_tokens": 30000, "messages": [{"role": "user", "content": "go"}]}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        from concurrent.futures import ThreadPoolExecutor
+        with c.stream("POST", "/v1/chat/completions", json={**long_chat, "stream": True}) as r, \
+                ThreadPoolExecutor(1) as pool:
+            lines = r.iter_lines()
+            next(lines)
+            plain = pool.submit(lambda: eng.client().post("/v1/chat/completions", json=long_chat))
+            time.sleep(0.3)
+            squeezer = subprocess.Popen([sys.executable, "-c", SQUEEZER,
+                                         str(int(reserve_gib * GIB) - 256 * (1 << 20))],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                squeezer.stdout.readline()
+                started = time.monotonic()
+                rest = list(lines)
+                assert time.monotonic() - started < 5
+                errors = [line for line in rest if line.startswith('data: {"error"')]
+                assert errors and '"model_unloaded"' in errors[0]
+                answer = plain.result(timeout=10)
+                assert answer.status_code == 503 and answer.headers["retry-after"]
+                assert answer.json()["error"]["code"] == "model_unloaded"
+            finally:
+                squeezer.stdin.close()
+                squeezer.wait(timeout=30)
+        kinds = [(e["kind"], e.get("busy")) for e in _events(c) if e["kind"] == "emergency_unload"]
+        assert kinds[0] == ("emergency_unload", True)
+
+
+@pytest.mark.slow
+def test_estimate_matches_runner_memory_on_gemma(gemma_path, tmp_path):
+    from laya_desktop.engine.memory_estimate import estimate_memory
+    from laya_desktop.runners.gguf_info import read_gguf_info
+    n_ctx, parallel = 2048, 4
+    config = {"models": [{"name": "gemma", "backend": "llama_cpp", "path": str(gemma_path),
+                          "n_ctx": n_ctx, "parallel": parallel, "idle_ttl_s": 0}],
+              "routes": [{"name": "default", "target": "gemma"}]}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        c.post("/v1/completions", json={"prompt": "Warm-up: the sky is", "max_tokens": 8})
+        time.sleep(0.6)
+        rss = c.get("/admin/telemetry").json()["samples"][-1]["models"]["gemma"]["rss"]
+    estimate = estimate_memory(read_gguf_info(gemma_path), n_ctx, parallel, "f16").total_bytes
+    assert abs(estimate - rss) / rss < 0.25, (estimate, rss)

@@ -1,0 +1,56 @@
+"""An MLX model folder served through the engine: chat, stream, completion, cancel, unload."""
+from __future__ import annotations
+
+import time
+
+import openai
+import pytest
+
+from engine_harness import running_engine
+
+pytest.importorskip("mlx_lm")
+
+
+@pytest.fixture(scope="module")
+def mlx_engine(tmp_path_factory):
+    from mlx_factory import write_tiny_mlx_model
+    folder = write_tiny_mlx_model(tmp_path_factory.mktemp("mlx") / "tiny-mlx")
+    config = {"models": [{"name": "tiny-mlx", "backend": "mlx", "path": str(folder),
+                          "n_ctx": 512, "idle_ttl_s": 0}],
+              "routes": [{"name": "default", "target": "tiny-mlx"}]}
+    with running_engine(config, tmp_path_factory.mktemp("engine"),
+                        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}) as eng:
+        yield eng
+
+
+def test_chat_stream_and_completion(mlx_engine):
+    sdk = openai.OpenAI(base_url=mlx_engine.url + "/v1", api_key="unused", max_retries=0)
+    reply = sdk.chat.completions.create(model="auto", max_tokens=6, temperature=0,
+                                        messages=[{"role": "user", "content": "hello"}])
+    assert reply.model == "tiny-mlx" and reply.usage.completion_tokens == 6
+    chunks = list(sdk.chat.completions.create(
+        model="tiny-mlx", max_tokens=5, stream=True, temperature=0,
+        messages=[{"role": "user", "content": "hello"}], stream_options={"include_usage": True}))
+    assert chunks[-1].usage.completion_tokens == 5
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == reply.choices[0].message.content[:len(text)]
+    done = sdk.completions.create(model="tiny-mlx", prompt="the cat", max_tokens=4)
+    assert done.usage.completion_tokens == 4
+
+
+def test_cancel_frees_and_unload_ends_runner(mlx_engine):
+    with mlx_engine.client() as c:
+        body = {"model": "tiny-mlx", "stream": True, "max_tokens": 400,
+                "messages": [{"role": "user", "content": "go on"}]}
+        with c.stream("POST", "/v1/chat/completions", json=body) as r:
+            lines = r.iter_lines()
+            next(lines)
+        deadline = time.monotonic() + 5
+        while c.get("/admin/models").json()["models"][0]["active"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        stats = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny-mlx"]
+        assert stats["kv_capacity_tokens"] == 512 and "mlx_active_memory" in stats
+        pid = c.get("/admin/models").json()["models"][0]["pid"]
+        assert c.post("/admin/models/tiny-mlx/unload").json()["unloaded"]
+        assert pid not in mlx_engine.runner_pids()
