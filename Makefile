@@ -7,7 +7,7 @@ PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run serve test bench install install-dev clean screenshots appimage macapp
+.PHONY: run serve test bench install install-dev clean screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,7 @@ bench: $(STAMP_DEV)
 	$(PY) -m laya_desktop bench route --rules 1000 --requests 20000
 
 screenshots: $(STAMP_RUN)
-	QT_QPA_PLATFORM=offscreen $(PY) -m laya_desktop gui --screenshot docs/screenshots --quit-after 120
+	QT_QPA_PLATFORM=offscreen $(PY) -m laya_desktop gui --config docs/demo-models.yaml --screenshot docs/screenshots --quit-after 120
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -39,7 +39,7 @@ PROSE = ("the a of and to in is that it for on with as was be by this are or fro
 
 def ordinary_prompt(rng: random.Random, keywords: list[str]) -> str:
     words = rng.choices(PROSE, k=rng.randint(10, 600))
-    for _ in range(rng.randint(0, 3)):
+    for _ in range(rng.randint(0, 3) if keywords else 0):
         words.insert(rng.randrange(len(words) + 1), rng.choice(keywords))
     return " ".join(words).capitalize() + "."
 

@@ -68,8 +68,9 @@ async def _serve(request: Request, kind: str) -> Response:
     try:
         body = await read_json(request)
         command = chat_command(body) if kind == "chat" else completion_command(body)
+        path, header_tags = request.url.path, request.headers.get("x-laya-tags")
         started = time.perf_counter_ns()
-        decision = engine.router.decide_body(request.url.path, body, request.headers.get("x-laya-tags"))
+        decision = engine.router.decide_body(path, body, header_tags)
         route_us = (time.perf_counter_ns() - started) / 1000
         if decision is None:
             raise errors.model_not_found(body.get("model"))
