@@ -77,7 +77,12 @@ def run_gui(args) -> int:
     window.show()
     window.start()
     app.exec()
-    window.shutdown(grace_s=_grace(deadline))
+    if not window.shutdown(grace_s=_grace(deadline)):
+        # QThreadPool's destructor would wait for the stuck worker without a bound; our engine
+        # is already stopped, so leave without running destructors.
+        sys.stderr.write("laya gui: a worker did not stop; exiting without waiting for it\n")
+        sys.stderr.flush()
+        os._exit(exit_code())
     return exit_code()
 
 

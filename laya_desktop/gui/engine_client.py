@@ -6,14 +6,15 @@ message (and for a refused config, its path-qualified error list), so panels can
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from laya_desktop.gui.abortable_http import Sockets, abortable_client
 
 ADMIN_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 LOAD_TIMEOUT = httpx.Timeout(300.0, connect=3.0)
@@ -59,32 +60,20 @@ class StreamStats:
         return (tokens - 1) / span if span > 0 else None
 
 
-@dataclass
+@dataclass(eq=False)
 class ChatStream:
-    """One streamed completion. `cancel()` may be called from any thread: it closes the HTTP
-    response, which ends the engine's side of the request (the engine cancels the sequence)."""
+    """One streamed completion. `cancel()` may be called from any thread, before or after the
+    response headers: it cuts the stream's own connection, which ends the engine's side of the
+    request (the engine cancels the sequence) and wakes the worker reading it."""
     stats: StreamStats = field(default_factory=StreamStats)
-    _response: httpx.Response | None = None
-    _cancelled: threading.Event = field(default_factory=threading.Event)
+    sockets: Sockets = field(default_factory=Sockets)
 
     def cancel(self) -> None:
-        self._cancelled.set()
-        response = self._response
-        if response is None:
-            return
-        # close() from another thread does not wake a recv() blocked on a silent stream (Linux
-        # keeps the socket open while a call uses it); shutdown() does, and sends the FIN at once.
-        try:
-            stream = response.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        self.sockets.abort()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self.sockets.aborted
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -101,10 +90,21 @@ def _raise_for(response: httpx.Response) -> None:
 
 
 class EngineClient:
+    """Blocking calls, made from workers. `abort()` (any thread) ends every call in flight at once
+    and fails later ones fast: a stalled engine must not hold the app open at exit."""
+
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=ADMIN_TIMEOUT)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._sockets = Sockets()
+        self._streams: weakref.WeakSet[ChatStream] = weakref.WeakSet()
+        self._http = abortable_client(self._sockets, base_url=self.base_url, headers=self._headers,
+                                      timeout=ADMIN_TIMEOUT)
+
+    def abort(self) -> None:
+        self._sockets.abort()
+        for stream in list(self._streams):
+            stream.cancel()
 
     def close(self) -> None:
         self._http.close()
@@ -166,59 +166,70 @@ class EngineClient:
 
     # --- chat ----------------------------------------------------------------------------------
     def chat_stream(self, body: dict, stream: ChatStream) -> Iterator[str]:
-        """Yield text deltas of a streamed chat completion; fills `stream.stats` as it goes."""
+        """Yield text deltas of a streamed chat completion; fills `stream.stats` as it goes.
+        Each stream has its own connection, so that cancelling it cuts nothing else."""
         stats = stream.stats
         stats.started = time.perf_counter()
-        request = self._http.build_request("POST", "/v1/chat/completions",
-                                           json={**body, "stream": True}, timeout=STREAM_TIMEOUT)
-        response = self._http.send(request, stream=True)
-        stream._response = response
+        self._streams.add(stream)
+        if self._sockets.aborted:
+            stream.cancel()
         try:
-            if stream.cancelled:
-                return
-            if response.status_code >= 400:
-                response.read()
-                _raise_for(response)
-            stats.route = response.headers.get("x-laya-route")
-            stats.model = response.headers.get("x-laya-model")
-            stats.route_us = response.headers.get("x-laya-route-us")
-            for line in response.iter_lines():
-                if stream.cancelled:
-                    break
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = json.loads(data)
-                if "error" in chunk:
-                    err = chunk["error"]
-                    raise EngineError(err.get("message", str(err)), kind=err.get("type"))
-                usage = chunk.get("usage")
-                if usage and usage.get("completion_tokens") is not None:
-                    stats.completion_tokens = usage["completion_tokens"]
-                for choice in chunk.get("choices", []):
-                    if choice.get("finish_reason"):
-                        stats.finish_reason = choice["finish_reason"]
-                    text = (choice.get("delta") or {}).get("content") or ""
-                    if text:
-                        if stats.first_token is None:
-                            stats.first_token = time.perf_counter()
-                        stats.chunks += 1
-                        yield text
+            with abortable_client(stream.sockets, base_url=self.base_url, headers=self._headers,
+                                  timeout=STREAM_TIMEOUT) as http:
+                with http.stream("POST", "/v1/chat/completions",
+                                 json={**body, "stream": True}) as response:
+                    yield from _read_stream(response, stream)
         except httpx.HTTPError:
             if not stream.cancelled:
                 raise
         finally:
             stats.ended = time.perf_counter()
             stats.stopped = stream.cancelled
-            response.close()
+            self._streams.discard(stream)
 
 
-def probe_remote(base_url: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
-    """GET {base_url}/models of a remote OpenAI-compatible API; the model ids it lists."""
+def _read_stream(response: httpx.Response, stream: ChatStream) -> Iterator[str]:
+    stats = stream.stats
+    if response.status_code >= 400:
+        response.read()
+        _raise_for(response)
+    stats.route = response.headers.get("x-laya-route")
+    stats.model = response.headers.get("x-laya-model")
+    stats.route_us = response.headers.get("x-laya-route-us")
+    for line in response.iter_lines():
+        if stream.cancelled:
+            return
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        chunk = json.loads(data)
+        if "error" in chunk:
+            err = chunk["error"]
+            raise EngineError(err.get("message", str(err)), kind=err.get("type"))
+        usage = chunk.get("usage")
+        if usage and usage.get("completion_tokens") is not None:
+            stats.completion_tokens = usage["completion_tokens"]
+        for choice in chunk.get("choices", []):
+            if choice.get("finish_reason"):
+                stats.finish_reason = choice["finish_reason"]
+            text = (choice.get("delta") or {}).get("content") or ""
+            if text:
+                if stats.first_token is None:
+                    stats.first_token = time.perf_counter()
+                stats.chunks += 1
+                yield text
+
+
+def probe_remote(base_url: str, api_key: str | None, timeout: float = 10.0,
+                 sockets: Sockets | None = None) -> list[str]:
+    """GET {base_url}/models of a remote OpenAI-compatible API; the model ids it lists.
+    `sockets.abort()` ends the probe early (the dialog closes, the app exits)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    r = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+    with abortable_client(sockets or Sockets(), trust_env=True, headers=headers,
+                          timeout=httpx.Timeout(timeout, connect=5.0)) as http:
+        r = http.get(base_url.rstrip("/") + "/models")
     _raise_for(r)
     data = r.json()
     items = data.get("data", data.get("models", [])) if isinstance(data, dict) else data

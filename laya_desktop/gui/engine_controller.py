@@ -93,6 +93,12 @@ class EngineController(QObject):
             return "spawned"
         raise RuntimeError(f"the engine did not come back at {self.address}")
 
+    def abort_pending(self) -> None:
+        """End every blocking call on the engine now (any thread): waiting for health, and the
+        HTTP calls in flight, which a stalled engine would hold up to their timeouts."""
+        self._cancel.set()
+        self.client.abort()
+
     def shutdown(self, grace_s: float = 10.0) -> None:
         """Blocking: called once at exit, after the workers were asked to stop."""
         self._cancel.set()

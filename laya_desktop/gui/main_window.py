@@ -12,10 +12,11 @@ from laya_desktop.gui.panels.models_panel import ModelsPanel
 from laya_desktop.gui.panels.monitor_panel import MonitorPanel
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.poller import EnginePoller
-from laya_desktop.gui.registry_model import fmt_bytes
+from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.workers import WorkerPool
 
 PANELS = ("models", "routes", "monitor", "chat", "loadtest")
+WORKER_WAIT_MS = 3000   # every worker is woken first, so this bound is only reached by a bug
 
 
 class MainWindow(QMainWindow):
@@ -42,6 +43,7 @@ class MainWindow(QMainWindow):
         self._build_menu()
         self._build_status()
         self._closed = False
+        self.workers_ended = True
 
         self.engine.state_changed.connect(self._on_engine_state)
         self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -104,17 +106,19 @@ class MainWindow(QMainWindow):
     def start(self) -> None:
         self.engine.start()
 
-    def shutdown(self, grace_s: float = 10.0) -> None:
-        """Stop polling and streams, wait for the workers, then stop our engine. Idempotent."""
+    def shutdown(self, grace_s: float = 10.0) -> bool:
+        """Stop polling and streams, wait (bounded) for the workers, then stop our engine.
+        Idempotent; False when a worker was still running at the bound."""
         if self._closed:
-            return
+            return self.workers_ended
         self._closed = True
         self.poller.stop()
         self.panels["monitor"].stop()
         self.panels["chat"].shutdown()
-        self.engine._cancel.set()
-        self.pool.shutdown(timeout_ms=5000)
+        self.engine.abort_pending()
+        self.workers_ended = self.pool.shutdown(timeout_ms=WORKER_WAIT_MS)
         self.engine.shutdown(grace_s=grace_s)
+        return self.workers_ended
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt name
         self.hide()

@@ -8,22 +8,11 @@ import time
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
+from laya_desktop.gui.units import fmt_bytes
+
 COLUMNS = ("Name", "Backend", "State", "RSS", "KV used", "Pinned", "Last used", "Source")
 STATE_COLORS = MappingProxyType({"ready": "#1f7a1f", "busy": "#1f4f9a", "loading": "#9a6b00",
                                  "error": "#b00020", "stopping": "#9a6b00", "unloaded": "#666666"})
-
-
-def fmt_bytes(n) -> str:
-    if n is None or n == "":
-        return "—"
-    if not n:
-        return "0 B"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit in ("B", "KiB") else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def fmt_ago(t) -> str:

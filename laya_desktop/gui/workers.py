@@ -35,7 +35,7 @@ class FunctionWorker(QRunnable):
         self._on_quit = on_quit
 
     def quit(self) -> None:
-        """Ask the work to stop; `on_quit` lets blocking work notice (close a stream, set an event)."""
+        """Ask the work to stop; `on_quit` lets blocking work notice (cut a connection, set an event)."""
         self._quit.set()
         if self._on_quit is not None:
             try:
@@ -63,7 +63,7 @@ class GeneratorWorker(FunctionWorker):
     """Iterates a generator, emitting `yielded` per item; `quit()` stops it between items.
 
     A generator blocked inside a read cannot see the flag, so `quit()` also calls the optional
-    `on_quit` hook (the chat stream closes its HTTP response there, which wakes the read).
+    `on_quit` hook (the chat stream cuts its connection there, which wakes the read).
     """
 
 
@@ -143,8 +143,13 @@ class WorkerPool(QObject):
     def active_count(self) -> int:
         return len(self._active)
 
+    @property
+    def running_threads(self) -> int:
+        return self._pool.activeThreadCount()
+
     def shutdown(self, timeout_ms: int = 5000) -> bool:
-        """Ask every worker to stop and wait for the pool; True when all ended in time."""
+        """Ask every worker to stop and wait for the pool; True when all ended in time. Work that
+        blocks on something `quit()` cannot reach must be woken first (`EngineClient.abort()`)."""
         self._closed = True
         for worker in list(self._active):
             worker.quit()

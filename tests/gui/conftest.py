@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -46,6 +47,22 @@ def write_config(folder: Path, config: dict) -> Path:
     path = folder / "models.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+def start_window(qapp, config_path: Path, port: int, timeout: float = 60.0):
+    """A MainWindow that started its own engine and holds the applied config."""
+    from laya_desktop.gui.engine_controller import UP
+    from laya_desktop.gui.main_window import MainWindow
+
+    window = MainWindow(str(config_path), "127.0.0.1", port)
+    window.show()
+    window.start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (window.engine.state == UP and window.doc.applied):
+        qapp.processEvents()
+        time.sleep(0.02)
+    assert window.engine.state == UP, window.engine.process.log_tail()
+    return window
 
 
 def engine_processes(config_path: Path) -> list[psutil.Process]:

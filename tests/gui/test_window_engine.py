@@ -8,9 +8,8 @@ import pytest
 import yaml
 from PySide6.QtCore import QModelIndex, Qt
 
-from conftest import engine_processes, free_port, group_processes, gui_config, write_config
-from laya_desktop.gui.engine_controller import UP
-from laya_desktop.gui.main_window import MainWindow
+from conftest import (engine_processes, free_port, group_processes, gui_config, start_window,
+                      write_config)
 
 
 @pytest.fixture(scope="module")
@@ -18,14 +17,7 @@ def setup(qapp, gui_tiny_gguf, tmp_path_factory):
     folder = tmp_path_factory.mktemp("gui-engine")
     port = free_port()
     path = write_config(folder, gui_config(gui_tiny_gguf, port))
-    window = MainWindow(str(path), "127.0.0.1", port)
-    window.show()
-    window.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (window.engine.state == UP and window.doc.applied):
-        qapp.processEvents()
-        time.sleep(0.02)
-    assert window.engine.state == UP, window.engine.process.log_tail()
+    window = start_window(qapp, path, port)
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
     yield window, http, path
     pgid = window.engine.process.pid

@@ -109,8 +109,13 @@ def test_gui_stays_responsive_when_engine_stalls(qtbot, stalled_server):
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
     assert max(gaps) < 0.5
     timer.stop()
+    started = time.monotonic()
+    client.abort()                                   # from the GUI thread: the read ends now
+    assert pool.shutdown(2000)
+    assert time.monotonic() - started < 1
+    qtbot.waitUntil(lambda: len(outcome) == 1, timeout=1000)
+    assert isinstance(outcome[0], Exception)         # reported as a failed call, not a hang
     client.close()
-    pool.shutdown(100)  # the stuck worker ends at its read timeout; we do not wait for it here
 
 
 def test_chat_stop_returns_at_once_when_engine_stalls(qtbot, stalled_server):
@@ -128,3 +133,46 @@ def test_chat_stop_returns_at_once_when_engine_stalls(qtbot, stalled_server):
     assert blocker.args[0]["stats"].stopped
     assert not chat.busy and chat.send_btn.isEnabled()
     assert chat.history == []          # an unanswered question leaves the history as it was
+    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=1000)   # the worker ends too,
+    assert pool.shutdown(100)                                           # before any headers came
+    client.close()
+
+
+def test_load_test_ends_when_engine_stalls(qtbot, stalled_server, monkeypatch):
+    from laya_desktop.gui.panels import loadtest_panel
+
+    monkeypatch.setattr(loadtest_panel, "STOP_GRACE_MS", 300)
+    pool = WorkerPool()
+    panel = loadtest_panel.LoadTestPanel(pool, stalled_server)
+    qtbot.addWidget(panel)
+    panel.requests.setValue(4)
+    assert panel.start()
+    qtbot.wait(300)
+    with qtbot.waitSignal(panel.finished, timeout=2000) as blocker:   # Stop: no answer comes,
+        panel.stop()                                                  # so the grace runs out
+    assert blocker.args[0] is False and "aborted" in panel.status.text()
+    assert not panel.running and panel.run_btn.isEnabled()
+
+    assert panel.start()                                  # at exit there is no grace at all
+    qtbot.wait(300)
+    started = time.monotonic()
+    assert pool.shutdown(2000) and time.monotonic() - started < 1
+
+
+def test_closing_the_model_dialog_ends_its_connection_test(qtbot, stalled_server):
+    from laya_desktop.gui.panels.model_dialog import ModelDialog
+
+    pool = WorkerPool()
+    dialog = ModelDialog(pool, "openai")
+    qtbot.addWidget(dialog)
+    dialog.base_url.setText(stalled_server + "/v1")
+    tested = []
+    dialog.connection_tested.connect(lambda *args: tested.append(args))
+    dialog.test_connection()
+    qtbot.wait(300)
+    assert pool.running_threads == 1
+    dialog.reject()
+    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=1000)
+    qtbot.wait(50)
+    assert tested == []                                   # a closed dialog reports nothing
+    assert pool.shutdown(100)

@@ -119,7 +119,8 @@ class ChatPanel(QWidget):
         if self.system.text().strip():
             messages.insert(0, {"role": "system", "content": self.system.text().strip()})
         body = {"model": self.model.currentData() or "auto", "messages": messages,
-                "max_tokens": self.max_tokens.value()}
+                "max_tokens": self.max_tokens.value(),
+                "stream_options": {"include_usage": True}}   # tokens/s from tokens, not chunks
         tags = [t.strip() for t in self.tags.text().split(",") if t.strip()]
         if tags:
             body["tags"] = tags

@@ -7,10 +7,11 @@ worker thread, so it only emits).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import threading
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
     QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
@@ -21,6 +22,7 @@ from laya_desktop.gui.workers import WorkerPool
 
 DEFAULT_PROMPTS = ("Write a haiku about memory.\nExplain what a KV cache is in one sentence.\n"
                    "List three colors.\nSay hello in French.")
+STOP_GRACE_MS = 3000   # after Stop, requests still in flight this long are aborted
 RESULT_COLUMNS = ("#", "Status", "Model", "Rule", "Latency ms", "TTFT ms", "Tokens", "Error")
 
 
@@ -75,12 +77,28 @@ class _Relay(QObject):
 
 def run_loadtest_blocking(relay: _Relay, url: str, concurrency: int, requests: int,
                           max_tokens: int, prompts: list[str], tags: list[str], model: str,
-                          api_key: str | None, stream: bool, cancel: threading.Event):
+                          api_key: str | None, stream: bool, cancel: threading.Event,
+                          abort: threading.Event):
+    """`cancel` lets requests in flight finish (a report comes back); `abort` cancels them, for
+    an engine that does not answer at all."""
     from laya_desktop.loadtest.generator import run_loadtest
 
-    return asyncio.run(run_loadtest(url, concurrency, requests, max_tokens, prompts, tags, model,
-                                    api_key=api_key, stream=stream, cancel=cancel,
-                                    on_result=lambda r: relay.result.emit(r)))
+    return asyncio.run(_until_aborted(
+        run_loadtest(url, concurrency, requests, max_tokens, prompts, tags, model, api_key=api_key,
+                     stream=stream, cancel=cancel, on_result=lambda r: relay.result.emit(r)),
+        abort))
+
+
+async def _until_aborted(coro, abort: threading.Event):
+    task = asyncio.ensure_future(coro)
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.1)
+        if abort.is_set() and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise RuntimeError("load test aborted: the engine did not answer in time")
+    return task.result()
 
 
 class LoadTestPanel(QWidget):
@@ -109,6 +127,7 @@ class LoadTestPanel(QWidget):
         self.stop_btn.setEnabled(False)
         self.stop_btn.clicked.connect(self.stop)
         self._cancel = threading.Event()
+        self._abort = threading.Event()
         self.status = QLabel("")
         form = QFormLayout()
         row = QHBoxLayout()
@@ -149,7 +168,7 @@ class LoadTestPanel(QWidget):
         if self.running:
             return False
         self.running = True
-        self._cancel = threading.Event()
+        self._cancel, self._abort = threading.Event(), threading.Event()
         self.run_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
         self.results.setRowCount(0)
@@ -160,12 +179,13 @@ class LoadTestPanel(QWidget):
         self.pool.submit(run_loadtest_blocking, self.relay, self.url, self.concurrency.value(),
                          self.requests.value(), self.max_tokens.value(), prompts, tags,
                          self.model.text().strip() or "auto", self.api_key, self.stream.isChecked(),
-                         self._cancel, returned=self._on_report, errored=self._on_error,
-                         on_quit=self._cancel.set)
+                         self._cancel, self._abort, returned=self._on_report,
+                         errored=self._on_error, on_quit=self._abort.set)
         return True
 
     def stop(self) -> None:
         self._cancel.set()
+        QTimer.singleShot(STOP_GRACE_MS, self._abort.set)   # this run's event: a later run has its own
         self.status.setText("stopping…")
 
     def _add_result(self, result) -> None:

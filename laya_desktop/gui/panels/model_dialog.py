@@ -1,188 +1,224 @@
 """Add or edit one registry entry: a GGUF file, an MLX folder or a remote OpenAI-compatible endpoint.
 
-Inspecting a GGUF (metadata and memory estimate) and testing a remote connection run in workers.
+Inspecting a file or folder (metadata and memory estimate) and testing a remote connection run in
+workers. An MLX entry is accepted only once its folder was inspected as an MLX model; a name that
+is already taken is refused inline. Nothing reaches the engine from here: the panel sends it.
 """
 from __future__ import annotations
 
+import os
 from types import MappingProxyType
 
-import dataclasses
-import os
-
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,
     QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
+from laya_desktop.gui.abortable_http import Sockets
 from laya_desktop.gui.engine_client import probe_remote
-from laya_desktop.gui.registry_model import fmt_bytes
+from laya_desktop.gui.model_inspect import describe_gguf, describe_mlx, inspect_gguf, inspect_mlx
+from laya_desktop.gui.rules_list import unique_name
 from laya_desktop.gui.workers import WorkerPool
 
 TITLES = MappingProxyType({"llama_cpp": "GGUF model", "mlx": "MLX model", "openai": "Remote endpoint"})
 
 
-def _plain(obj) -> dict:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
-    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
-
-
-def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tuple[dict, dict]:
-    """Worker body: GGUF metadata and the memory estimate for these settings."""
-    from laya_desktop.engine.memory_estimate import estimate_memory
-    from laya_desktop.runners.builtin import resolve_model_path
-    from laya_desktop.runners.gguf_info import read_gguf_info
-
-    info = read_gguf_info(str(resolve_model_path(path)))  # builtin:NAME may assemble its file
-    estimate = estimate_memory(info, n_ctx, parallel, kv_cache_type)
-    return _plain(info), _plain(estimate)
-
-
-def describe_gguf(info: dict, estimate: dict) -> str:
-    def pick(d: dict, *keys):
-        for k in keys:
-            if d.get(k) not in (None, ""):
-                return d[k]
-        return "?"
-    params = pick(info, "parameters", "n_params", "parameter_count", "params")
-    if isinstance(params, (int, float)):
-        params = f"{params / 1e9:.2f} B" if params >= 1e9 else f"{params / 1e6:.0f} M"
-    lines = [f"Architecture: {pick(info, 'architecture', 'arch')}",
-             f"Parameters: {params}",
-             f"Quantization: {pick(info, 'quantization', 'file_type', 'quant')}",
-             f"Context length: {pick(info, 'context_length', 'n_ctx_train')}"]
-    total = pick(estimate, "total_bytes", "total")
-    parts = [f"{k} {fmt_bytes(estimate[k + '_bytes'])}" for k in ("weights", "kv", "compute", "overhead")
-             if isinstance(estimate.get(k + "_bytes"), (int, float))]
-    if estimate.get("vram_bytes"):
-        parts.append(f"VRAM {fmt_bytes(estimate['vram_bytes'])}")
-    lines.append(f"Memory estimate: {fmt_bytes(total) if isinstance(total, (int, float)) else total}"
-                 + (f" ({', '.join(parts)})" if parts else ""))
-    return "\n".join(lines)
+def default_name(path: str, backend: str, taken) -> str:
+    """The file or folder name, lower case, made unique; a folder name may hold dots (Qwen2.5-…)."""
+    base = os.path.basename(path.rstrip("/\\"))
+    if backend == "llama_cpp" and base.lower().endswith(".gguf"):
+        base = base[:-len(".gguf")]
+    return unique_name(base.lower() or "model", taken)
 
 
 class ModelDialog(QDialog):
-    inspected = Signal(object)                 # (info dict, estimate dict)
+    inspected = Signal(object)                 # (info dict, estimate dict) of the path in the form
+    inspect_failed = Signal(str)
     connection_tested = Signal(bool, object)   # ok, model ids or the exception
+
     def __init__(self, pool: WorkerPool, backend: str, existing: dict | None = None,
                  taken_names: list[str] = (), parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pool, self.backend = pool, backend
         self.taken = set(taken_names) - ({existing.get("name")} if existing else set())
+        self.inspection: tuple[dict, dict] | None = None
+        self._inspected_path: str | None = None
+        self._inspect_seq = 0
+        self._accept_when_inspected = False
+        self._probe: Sockets | None = None
         self.setWindowTitle(("Edit " if existing else "Add ") + TITLES[backend])
         self.setMinimumWidth(520)
         e = existing or {}
         form = QFormLayout()
         self.name = QLineEdit(e.get("name", ""))
         form.addRow("Name", self.name)
-        self.inspection: tuple[dict, dict] | None = None
         self.info = QLabel("")
         self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.PlainText)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         if backend == "openai":
-            self.base_url = QLineEdit(e.get("base_url", "https://api.openai.com/v1"))
-            self.remote_model = QLineEdit(e.get("remote_model", ""))
-            self.key_env = QLineEdit(e.get("api_key_env") or "")
-            self.key_env.setPlaceholderText("environment variable holding the key, e.g. OPENAI_API_KEY")
-            test = QPushButton("Test connection")
-            test.clicked.connect(self.test_connection)
-            form.addRow("Base URL", self.base_url)
-            form.addRow("Remote model", self.remote_model)
-            form.addRow("Key variable", self.key_env)
-            form.addRow("", test)
+            self._build_remote(form, e)
         else:
-            self.path = QLineEdit(e.get("path", ""))
-            browse = QPushButton("Browse…")
-            browse.clicked.connect(self.browse)
-            row = QHBoxLayout()
-            row.addWidget(self.path, 1)
-            row.addWidget(browse)
-            form.addRow("GGUF file" if backend == "llama_cpp" else "MLX folder", row)
-            self.n_ctx = _spin(256, 1 << 20, e.get("n_ctx", 4096))
-            self.parallel = _spin(1, 256, e.get("parallel") or (4 if backend == "llama_cpp" else 1))
-            self.idle_ttl = _spin(0, 7 * 86400, e.get("idle_ttl_s", 900))
-            self.pinned = QCheckBox("keep in memory (pinned)")
-            self.pinned.setChecked(bool(e.get("keep_in_memory", False)))
-            self.warmup = QCheckBox("load when the engine starts")
-            self.warmup.setChecked(bool(e.get("warmup", False)))
-            form.addRow("Context (tokens/seq)", self.n_ctx)
-            form.addRow("Parallel sequences", self.parallel)
-            if backend == "llama_cpp":
-                self.gpu_layers = _spin(-1, 1000, e.get("n_gpu_layers", 0))
-                self.kv_type = QComboBox()
-                self.kv_type.addItems(["f16", "q8_0", "q4_0"])
-                self.kv_type.setCurrentText(e.get("kv_cache_type", "f16"))
-                form.addRow("GPU layers (-1 all)", self.gpu_layers)
-                form.addRow("KV cache type", self.kv_type)
-                inspect = QPushButton("Inspect")
-                inspect.clicked.connect(self.inspect)
-                form.addRow("", inspect)
-            form.addRow("Idle TTL (s, 0 never)", self.idle_ttl)
-            form.addRow("", self.pinned)
-            form.addRow("", self.warmup)
+            self._build_local(form, e)
         form.addRow(self.info)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._accept)
+        self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        layout.addWidget(buttons)
+        layout.addWidget(self.buttons)
 
-    # --- actions -------------------------------------------------------------------------------
+    def _build_remote(self, form: QFormLayout, e: dict) -> None:
+        self.base_url = QLineEdit(e.get("base_url", "https://api.openai.com/v1"))
+        self.remote_model = QLineEdit(e.get("remote_model", ""))
+        self.key_env = QLineEdit(e.get("api_key_env") or "")
+        self.key_env.setPlaceholderText("environment variable holding the key, e.g. OPENAI_API_KEY")
+        form.addRow("Base URL", self.base_url)
+        form.addRow("Remote model", self.remote_model)
+        form.addRow("Key variable", self.key_env)
+        form.addRow("", _button("Test connection", self.test_connection))
+
+    def _build_local(self, form: QFormLayout, e: dict) -> None:
+        gguf = self.backend == "llama_cpp"
+        self.path = QLineEdit(e.get("path", ""))
+        self.path.textEdited.connect(self._forget_inspection)
+        row = QHBoxLayout()
+        row.addWidget(self.path, 1)
+        row.addWidget(_button("Browse…", self.browse))
+        form.addRow("GGUF file" if gguf else "MLX folder", row)
+        self.n_ctx = _spin(256, 1 << 20, e.get("n_ctx", 4096))
+        self.parallel = _spin(1, 256, e.get("parallel") or (4 if gguf else 1))
+        self.idle_ttl = _spin(0, 7 * 86400, e.get("idle_ttl_s", 900))
+        self.pinned = QCheckBox("keep in memory (pinned)")
+        self.pinned.setChecked(bool(e.get("keep_in_memory", False)))
+        self.warmup = QCheckBox("load when the engine starts")
+        self.warmup.setChecked(bool(e.get("warmup", False)))
+        form.addRow("Context (tokens/seq)", self.n_ctx)
+        form.addRow("Parallel sequences", self.parallel)
+        for spin in (self.n_ctx, self.parallel):
+            spin.editingFinished.connect(self._reinspect)
+        if gguf:
+            self.gpu_layers = _spin(-1, 1000, e.get("n_gpu_layers", 0))
+            self.kv_type = QComboBox()
+            self.kv_type.addItems(["f16", "q8_0", "q4_0"])
+            self.kv_type.setCurrentText(e.get("kv_cache_type", "f16"))
+            self.kv_type.currentTextChanged.connect(self._reinspect)
+            form.addRow("GPU layers (-1 all)", self.gpu_layers)
+            form.addRow("KV cache type", self.kv_type)
+        form.addRow("", _button("Inspect", self.inspect))
+        form.addRow("Idle TTL (s, 0 never)", self.idle_ttl)
+        form.addRow("", self.pinned)
+        form.addRow("", self.warmup)
+
+    # --- a file or folder ----------------------------------------------------------------------
     def browse(self) -> None:
         if self.backend == "llama_cpp":
             path, _ = QFileDialog.getOpenFileName(self, "GGUF model", "", "GGUF models (*.gguf)")
         else:
             path = QFileDialog.getExistingDirectory(self, "MLX model folder")
         if path:
-            self.path.setText(path)
-            if not self.name.text():
-                self.name.setText(os.path.splitext(os.path.basename(path.rstrip("/")))[0].lower())
-            if self.backend == "llama_cpp":
-                self.inspect()
+            self.use_path(path)
+
+    def use_path(self, path: str) -> None:
+        """What Browse does with the chosen file or folder: fill the form and inspect it."""
+        self.path.setText(path)
+        if not self.name.text().strip():
+            self.name.setText(default_name(path, self.backend, self.taken))
+        self.inspect()
 
     def inspect(self) -> None:
         path = self.path.text().strip()
-        self.info.setText("reading the GGUF header…")
-        self.pool.submit(inspect_gguf, path, self.n_ctx.value(), self.parallel.value(),
-                         self.kv_type.currentText(),
-                         returned=self._show_inspection,
-                         errored=lambda exc: self.info.setText(f"cannot inspect: {exc}"))
+        self._forget_inspection()
+        seq = self._inspect_seq
+        if self.backend == "llama_cpp":
+            self.info.setText("reading the GGUF header…")
+            args = (inspect_gguf, path, self.n_ctx.value(), self.parallel.value(),
+                    self.kv_type.currentText())
+        else:
+            self.info.setText("reading the MLX folder…")
+            args = (inspect_mlx, path, self.n_ctx.value(), self.parallel.value())
+        self.pool.submit(*args, returned=lambda result: self._show_inspection(seq, path, result),
+                         errored=lambda exc: self._show_inspect_error(seq, exc))
 
-    def _show_inspection(self, result: tuple[dict, dict]) -> None:
-        self.inspection = result
-        self.info.setText(describe_gguf(*result))
+    def _forget_inspection(self, *_args) -> None:
+        self._inspect_seq += 1   # results still on their way describe another path or setting
+        self.inspection = self._inspected_path = None
+
+    def _reinspect(self, *_args) -> None:
+        if self.inspection is not None:
+            self.inspect()
+
+    def _show_inspection(self, seq: int, path: str, result: tuple[dict, dict]) -> None:
+        if seq != self._inspect_seq:
+            return
+        self.inspection, self._inspected_path = result, path
+        describe = describe_gguf if self.backend == "llama_cpp" else describe_mlx
+        self.info.setText(describe(*result))
         self.inspected.emit(result)
+        if self._accept_when_inspected:
+            self._accept_when_inspected = False
+            self._accept()
 
+    def _show_inspect_error(self, seq: int, exc: Exception) -> None:
+        if seq != self._inspect_seq:
+            return
+        self._accept_when_inspected = False
+        what = "file" if self.backend == "llama_cpp" else "folder"
+        self.info.setText(f"cannot use this {what}: {exc}")
+        self.inspect_failed.emit(str(exc))
+
+    # --- a remote endpoint ---------------------------------------------------------------------
     def test_connection(self) -> None:
+        self._abort_probe()
+        self._probe = sockets = Sockets()
         key = os.environ.get(self.key_env.text().strip()) if self.key_env.text().strip() else None
         self.info.setText("connecting…")
-        self.pool.submit(probe_remote, self.base_url.text().strip(), key,
-                         returned=self._show_remote_models, errored=self._show_remote_error)
+        self.pool.submit(probe_remote, self.base_url.text().strip(), key, sockets=sockets,
+                         on_quit=sockets.abort,
+                         returned=lambda ids: self._show_remote_models(sockets, ids),
+                         errored=lambda exc: self._show_remote_error(sockets, exc))
 
-    def _show_remote_models(self, ids: list[str]) -> None:
-        self.info.setText(f"OK: {len(ids)} models" + (f" ({', '.join(ids[:8])})" if ids else ""))
-        self.connection_tested.emit(True, ids)
+    def _abort_probe(self) -> None:
+        """Its late answer is dropped: it no longer is `self._probe`."""
+        if self._probe is not None:
+            self._probe.abort()
+            self._probe = None
 
-    def _show_remote_error(self, exc: Exception) -> None:
-        self.info.setText(f"connection failed: {exc}")
-        self.connection_tested.emit(False, exc)
+    def _show_remote_models(self, sockets: Sockets, ids: list[str]) -> None:
+        if sockets is self._probe:
+            self.info.setText(f"OK: {len(ids)} models" + (f" ({', '.join(ids[:8])})" if ids else ""))
+            self.connection_tested.emit(True, ids)
+
+    def _show_remote_error(self, sockets: Sockets, exc: Exception) -> None:
+        if sockets is self._probe:
+            self.info.setText(f"connection failed: {exc}")
+            self.connection_tested.emit(False, exc)
+
+    # --- OK ------------------------------------------------------------------------------------
+    def refusal(self, entry: dict) -> str | None:
+        if not entry["name"]:
+            return "a name is required"
+        if entry["name"] in self.taken:
+            return f"a model named '{entry['name']}' already exists: choose another name"
+        return None
 
     def _accept(self) -> None:
         entry = self.entry()
-        if not entry["name"]:
-            self.info.setText("a name is required")
-        elif entry["name"] in self.taken:
-            self.info.setText(f"a model named '{entry['name']}' already exists")
+        problem = self.refusal(entry)
+        if problem:
+            self.info.setText(problem)
+        elif self.backend == "mlx" and self._inspected_path != entry["path"]:
+            self._accept_when_inspected = True   # OK again once the folder proved to be MLX
+            self.inspect()
         else:
             self.accept()
+
+    def done(self, result: int) -> None:
+        self._abort_probe()
+        self._forget_inspection()
+        super().done(result)
 
     def entry(self) -> dict:
         entry: dict = {"name": self.name.text().strip(), "backend": self.backend}
@@ -199,6 +235,12 @@ class ModelDialog(QDialog):
         if self.backend == "llama_cpp":
             entry.update(n_gpu_layers=self.gpu_layers.value(), kv_cache_type=self.kv_type.currentText())
         return entry
+
+
+def _button(label: str, slot) -> QPushButton:
+    button = QPushButton(label)
+    button.clicked.connect(slot)
+    return button
 
 
 def _spin(low: int, high: int, value: int) -> QSpinBox:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
+    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
     QVBoxLayout, QWidget,
 )
 
@@ -72,14 +72,19 @@ class ModelsPanel(QWidget):
             self.status.setText("select a model first")
 
     # --- registry changes (PUT /admin/config) ---------------------------------------------------
-    def open_dialog(self, backend: str, existing: dict | None = None) -> None:
+    def open_dialog(self, backend: str, existing: dict | None = None) -> ModelDialog:
+        """Show the dialog, window-modal without a nested event loop; its OK sends the change."""
         dialog = ModelDialog(self.pool, backend, existing, self.doc.model_names(), self)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
-            entry = dialog.entry()
-            if existing:
-                self.replace_model(existing["name"], {**_keep_extras(existing), **entry})
-            else:
-                self.add_model(entry)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.accepted.connect(lambda: self._dialog_accepted(dialog.entry(), existing))
+        dialog.open()
+        return dialog
+
+    def _dialog_accepted(self, entry: dict, existing: dict | None) -> None:
+        if existing:
+            self.replace_model(existing["name"], {**_keep_extras(existing), **entry})
+        else:
+            self.add_model(entry)
 
     def edit_selected(self) -> None:
         name = self.selected_name()
@@ -88,6 +93,11 @@ class ModelsPanel(QWidget):
             self.open_dialog(cfg.get("backend", "llama_cpp"), cfg)
 
     def add_model(self, entry: dict) -> None:
+        if entry.get("name") in self.doc.model_names():   # the dialog refuses it first; the config may have changed since
+            error = ValueError(f"a model named '{entry['name']}' already exists")
+            self.status.setText(f"add refused, nothing sent: {error}")
+            self.action_done.emit("add", False, error)
+            return
         config = self.doc.copy()
         config.setdefault("models", []).append(entry)
         self._apply("add", config)
@@ -158,7 +168,9 @@ class ModelsPanel(QWidget):
 
 
 def _keep_extras(existing: dict) -> dict:
-    """Fields the dialog does not show (n_threads, chat_format) survive an edit."""
+    """GGUF fields the dialog does not show (n_threads, chat_format) survive an edit."""
+    if existing.get("backend") != "llama_cpp":
+        return {}
     return {k: v for k, v in existing.items() if k in ("n_threads", "chat_format")}
 
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 from PySide6.QtCore import Qt
 
-from laya_desktop.gui.registry_model import fmt_bytes
+from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.ring_buffer import GIB, SampleRing
 
 MODEL_COLUMNS = ("Model", "State", "RSS", "VRAM", "KV used", "KV bytes", "Active", "Queued", "tok/s")

@@ -9,7 +9,7 @@ import copy
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView,
     QPlainTextEdit, QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
@@ -18,39 +18,10 @@ from PySide6.QtWidgets import (
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.lint_bridge import rule_warnings
 from laya_desktop.gui.panels.rule_editor import RuleEditor
-from laya_desktop.gui.rules_list import RulesList, undo_move, unique_name
+from laya_desktop.gui.rule_commands import DeleteCommand, EditCommand, InsertCommand, MoveCommand
+from laya_desktop.gui.rules_list import RulesList, unique_name
 from laya_desktop.gui.rules_model import RulesModel
 from laya_desktop.gui.workers import WorkerPool
-
-
-class _MoveCommand(QUndoCommand):
-    """Records a move that already happened (by drag and drop or moveRows) so it can be undone."""
-
-    def __init__(self, panel: "RoutesPanel", src: int, landed: int, name: str) -> None:
-        super().__init__(f"move rule '{name}'")
-        self.panel, self.src, self.landed = panel, src, landed
-        self._first = True
-
-    def redo(self) -> None:
-        if self._first:
-            self._first = False
-            return
-        self.panel.replay(self.src, self.landed + 1 if self.landed > self.src else self.landed)
-
-    def undo(self) -> None:
-        self.panel.replay(*undo_move(self.src, self.landed))
-
-
-class _DeleteCommand(QUndoCommand):
-    def __init__(self, rules: RulesList, index: int) -> None:
-        super().__init__(f"delete rule '{rules[index].get('name', '')}'")
-        self.rules, self.index, self.rule = rules, index, rules[index]
-
-    def redo(self) -> None:
-        del self.rules[self.index]
-
-    def undo(self) -> None:
-        self.rules.insert(self.index, self.rule)
 
 
 class RoutesPanel(QWidget):
@@ -85,10 +56,7 @@ class RoutesPanel(QWidget):
             b.clicked.connect(slot)
             buttons.addWidget(b)
             self.btn[key] = b
-        self.undo_stack.canUndoChanged.connect(self.btn["undo"].setEnabled)
-        self.undo_stack.canRedoChanged.connect(self.btn["redo"].setEnabled)
-        self.btn["undo"].setEnabled(False)
-        self.btn["redo"].setEnabled(False)
+        self._wire_undo()
 
         apply_row = QHBoxLayout()
         self.apply_btn = QPushButton("Apply")
@@ -127,6 +95,22 @@ class RoutesPanel(QWidget):
         for name in ("inserted", "removed", "changed", "moved", "reset"):
             getattr(ev, name).connect(lambda **_kw: self._refresh_lint())
         doc.applied_changed.connect(self._on_applied_config)
+
+    def _wire_undo(self) -> None:
+        stack = self.undo_stack
+        for key, can, text in (("undo", stack.canUndoChanged, stack.undoTextChanged),
+                               ("redo", stack.canRedoChanged, stack.redoTextChanged)):
+            button = self.btn[key]
+            button.setEnabled(False)
+            can.connect(button.setEnabled)
+            text.connect(lambda change, button=button, key=key: button.setToolTip(f"{key} {change}"))
+        for keys, slot in ((QKeySequence.StandardKey.Undo, stack.undo),
+                           (QKeySequence.StandardKey.Redo, stack.redo)):
+            action = QAction(self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)   # a focused text field keeps its own undo
 
     def _build_try_box(self) -> QGroupBox:
         box = QGroupBox("Try a request (explained by the engine against the applied rules)")
@@ -192,11 +176,17 @@ class RoutesPanel(QWidget):
     def _on_rule_edited(self, rule: dict) -> None:
         row = self._current_row()
         if 0 <= row < len(self.rules) and rule != self.rules[row]:
-            self.rules[row] = rule
+            self.undo_stack.push(EditCommand(self.rules, row, rule, self._select))
+
+    def _select(self, row: int) -> None:
+        """Make `row` current and show it in the editor (also when it already was current)."""
+        if 0 <= row < len(self.rules):
+            self.view.setCurrentIndex(self.model.index(row))
+        self._show_rule(row)
 
     def _on_moved(self, index: int, new_index: int, landed: int, value: dict) -> None:
         if not self._replaying:
-            self.undo_stack.push(_MoveCommand(self, index, landed, value.get("name", "")))
+            self.undo_stack.push(MoveCommand(self.replay, index, landed, value.get("name", "")))
         self.view.setCurrentIndex(self.model.index(landed))
 
     def replay(self, src: int, dest: int) -> None:
@@ -212,8 +202,7 @@ class RoutesPanel(QWidget):
         rule = {"name": unique_name("new-rule", self.rules.names()),
                 "target": models[0] if models else "", "enabled": True, "match": {}, "fallback": []}
         row = self._current_row() + 1 if self._current_row() >= 0 else 0
-        self.rules.insert(row, rule)
-        self.view.setCurrentIndex(self.model.index(row))
+        self.undo_stack.push(InsertCommand(self.rules, row, rule, self._select, "add"))
 
     def duplicate_rule(self) -> None:
         row = self._current_row()
@@ -221,21 +210,20 @@ class RoutesPanel(QWidget):
             return
         rule = copy.deepcopy(self.rules[row])
         rule["name"] = unique_name(rule.get("name", "rule") + "-copy", self.rules.names())
-        self.rules.insert(row + 1, rule)
-        self.view.setCurrentIndex(self.model.index(row + 1))
+        self.undo_stack.push(InsertCommand(self.rules, row + 1, rule, self._select, "duplicate"))
 
     def delete_rule(self) -> None:
         row = self._current_row()
         if 0 <= row < len(self.rules):
-            self.undo_stack.push(_DeleteCommand(self.rules, row))
+            self.undo_stack.push(DeleteCommand(self.rules, row, self._select))
 
     def toggle_rule(self) -> None:
         row = self._current_row()
         if 0 <= row < len(self.rules):
             rule = dict(self.rules[row])
             rule["enabled"] = not rule.get("enabled", True)
-            self.rules[row] = rule
-            self._show_rule(row)
+            what = "enable" if rule["enabled"] else "disable"
+            self.undo_stack.push(EditCommand(self.rules, row, rule, self._select, what))
 
     def revert(self) -> None:
         self._load_routes(self.doc.applied.get("routes", []))

@@ -1,0 +1,106 @@
+"""A model file or folder described before it is added: metadata and the memory estimate. Qt-free.
+
+`inspect_*` run in workers and return plain dicts; `describe_*` turn them into the dialog's text.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from laya_desktop.gui.units import fmt_bytes, fmt_count
+
+
+def _plain(obj) -> dict:
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        return obj
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.asdict(obj)
+    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+
+
+def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tuple[dict, dict]:
+    from laya_desktop.engine.memory_estimate import estimate_memory
+    from laya_desktop.runners.builtin import resolve_model_path
+    from laya_desktop.runners.gguf_info import read_gguf_info
+
+    info = read_gguf_info(str(resolve_model_path(path)))  # builtin:NAME may assemble its file
+    return _plain(info), _plain(estimate_memory(info, n_ctx, parallel, kv_cache_type))
+
+
+def inspect_mlx(path: str, n_ctx: int, parallel: int) -> tuple[dict, dict]:
+    """Raises NotAnMlxModel with the reason when the folder is not an MLX model."""
+    from laya_desktop.gui.mlx_folder import read_mlx_folder
+
+    info = read_mlx_folder(path)
+    return info.to_dict(), estimate_mlx(info.path, info.weights_bytes, n_ctx, parallel)
+
+
+def estimate_mlx(folder: str, weights_bytes: int, n_ctx: int, parallel: int) -> dict:
+    """The figure the engine admits the load with (memory_guard), split into its parts. It is
+    linear in the KV tokens, so the KV part is its difference to the same model with no context."""
+    from laya_desktop.config.schema import ModelConfig
+    from laya_desktop.engine.memory_guard import estimate_model_bytes
+
+    def ram(ctx: int) -> int:
+        found = estimate_model_bytes(ModelConfig(name="preview", backend="mlx", path=folder,
+                                                 n_ctx=ctx, parallel=parallel))
+        return found[0] if found else 0
+    total, bare = ram(n_ctx), ram(0)
+    tokens = n_ctx * parallel
+    return {"weights_bytes": weights_bytes, "kv_bytes": total - bare, "kv_tokens": tokens,
+            "kv_bytes_per_token": (total - bare) // tokens if tokens else 0,
+            "overhead_bytes": bare - weights_bytes, "total_bytes": total}
+
+
+def describe_gguf(info: dict, estimate: dict) -> str:
+    def pick(*keys):
+        return next((info[k] for k in keys if info.get(k) not in (None, "")), "?")
+    lines = [f"Architecture: {pick('architecture', 'arch')}",
+             f"Parameters: {fmt_count(pick('parameters', 'n_params', 'parameter_count', 'params'))}",
+             f"Quantization: {pick('quantization', 'file_type', 'quant')}",
+             f"Context length: {pick('context_length', 'n_ctx_train')}"]
+    return "\n".join(lines + estimate_lines(estimate))
+
+
+def describe_mlx(info: dict, estimate: dict) -> str:
+    files = info.get("weight_files", 0)
+    lines = [f"Architecture: {info.get('architecture', '?')}",
+             f"Parameters: {fmt_count(info.get('parameters'))}",
+             f"Weights: {fmt_bytes(info.get('weights_bytes'))} in {files} safetensors "
+             f"file{'s' if files != 1 else ''} ({info.get('quantization', '?')})",
+             f"Context length: {info.get('context_length') or '?'}"]
+    lines += estimate_lines(estimate)
+    return "\n".join(lines + [f"Warning: {w}" for w in info.get("warnings", [])])
+
+
+def estimate_lines(est: dict) -> list[str]:
+    """The parts that add up to the total, then the figures that are not part of it: the runner
+    process is a share of the overhead, and the reserved compute buffer is virtual memory."""
+    if not isinstance(est.get("total_bytes"), (int, float)):
+        return ["Memory estimate: ?"]
+    lines = [f"Memory estimate: {fmt_bytes(est['total_bytes'])} of RAM in total ="]
+    sign = "  "
+    if isinstance(est.get("weights_bytes"), (int, float)):
+        lines.append(f"{sign}weights {fmt_bytes(est['weights_bytes'])}")
+        sign = "+ "
+    if isinstance(est.get("kv_bytes"), (int, float)):
+        per_token = est.get("kv_bytes_per_token")
+        tokens = est.get("kv_tokens")
+        detail = (f" ({tokens:,} tokens × {fmt_bytes(per_token)} per token)"
+                  if per_token and tokens else "")
+        lines.append(f"{sign}KV cache {fmt_bytes(est['kv_bytes'])}{detail}")
+    if isinstance(est.get("compute_bytes"), (int, float)):
+        lines.append(f"+ compute {fmt_bytes(est['compute_bytes'])} (the resident part)")
+    if isinstance(est.get("overhead_bytes"), (int, float)):
+        runtime = est.get("runtime_bytes")
+        lines.append(f"+ overhead {fmt_bytes(est['overhead_bytes'])}"
+                     + (f" (the runner process: {fmt_bytes(runtime)} of it)" if runtime else ""))
+    if est.get("compute_reserved_bytes"):
+        lines.append(f"Compute buffer reserved (virtual, mostly untouched): "
+                     f"{fmt_bytes(est['compute_reserved_bytes'])}, not in the total")
+    if est.get("vram_bytes"):
+        lines.append(f"VRAM: {fmt_bytes(est['vram_bytes'])} (offloaded layers, their KV, GPU compute)")
+    return lines
