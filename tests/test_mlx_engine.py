@@ -49,8 +49,14 @@ def test_cancel_frees_and_unload_ends_runner(mlx_engine):
         while c.get("/admin/models").json()["models"][0]["active"]:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        stats = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny-mlx"]
-        assert stats["kv_capacity_tokens"] == 512 and "mlx_active_memory" in stats
+        deadline = time.monotonic() + 5
+        while True:  # the sample taken while the model was loading has no runner figures yet
+            stats = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny-mlx"]
+            if stats["kv_capacity_tokens"] is not None and "mlx_active_memory" in stats:
+                break
+            assert time.monotonic() < deadline, stats
+            time.sleep(0.1)
+        assert stats["kv_capacity_tokens"] == 512
         pid = c.get("/admin/models").json()["models"][0]["pid"]
         assert c.post("/admin/models/tiny-mlx/unload").json()["unloaded"]
         assert pid not in mlx_engine.runner_pids()

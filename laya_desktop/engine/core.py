@@ -81,7 +81,9 @@ class Engine:
         self.config = config
         await self.models.apply_config(config)
         self.events.record("config_applied", reason=f"from {source}")
-        asyncio.ensure_future(self.models.warmup())
+        # tracked, so that stop() ends it before stop_all() instead of it loading models after
+        self._tasks = [t for t in self._tasks if not t.done()]
+        self._tasks.append(asyncio.ensure_future(self.models.warmup()))
 
     def config_dict(self) -> dict:
         return config_to_dict(self.config)
@@ -112,9 +114,10 @@ class Engine:
                             reason)
                 self.events.record("config_rejected", reason=reason)
                 continue
-            if config == self.config:
-                continue
             async with self._apply_lock:
+                # compared under the lock: a PUT that is saving this very file may be under way
+                if config == self.config:
+                    continue
                 await self._swap_config(config, source="file")
             log.info("applied the edited %s", self.config_path)
 

@@ -63,15 +63,29 @@ class LocalGeneration:
         return round((before + ended - self.done_at) * 1000, 3)
 
     async def close(self) -> None:
-        await self.handle.close_stream(self.req_id, cancel=not self.finished)
-        self.served.queue.release()
-        self.served.touch()
+        try:
+            await self.handle.close_stream(self.req_id, cancel=not self.finished)
+        finally:
+            self.served.queue.release()
+            self.served.touch()
 
 
 async def _start_local(manager: ModelManager, served: ServedModel, command: dict,
                        timeout_s: float) -> LocalGeneration:
     started = time.monotonic()
-    await served.queue.acquire(timeout_s)
+    while True:
+        await served.queue.acquire(max(0.0, timeout_s - (time.monotonic() - started)))
+        current = manager.get(served.name)
+        if current is served:
+            break
+        # A config change replaced this model while we waited in its old queue: queue again on
+        # the new one (its old runner is gone and must not be started again).
+        served.queue.release()
+        if current is None or not current.is_local:
+            raise RunnerError(f"model '{served.name}' was removed by a config change",
+                              "model_unloaded")
+        served = current
+    handle = req_id = None
     try:
         served.touch()
         handle = await manager.ensure_ready(served)
@@ -82,6 +96,9 @@ async def _start_local(manager: ModelManager, served: ServedModel, command: dict
         first = await queue.get()
     except BaseException:
         served.queue.release()
+        if handle is not None and req_id is not None:
+            # cancelled while waiting for the first event: the runner must not go on generating
+            await handle.close_stream(req_id, cancel=True)
         raise
     gen = LocalGeneration(served, handle, req_id, queue, first, started, time.monotonic(),
                           wait_s=wait_s, sent_at=sent_at)

@@ -54,8 +54,9 @@ def _estimate_mlx(folder: Path, kv_tokens: int) -> int:
         cfg = cfg.get("text_config", cfg)
         heads = cfg.get("num_attention_heads", 1)
         head_dim = cfg.get("head_dim") or cfg.get("hidden_size", 0) // max(heads, 1)
+        dtype_bytes = {"float32": 4, "float16": 2, "bfloat16": 2}.get(cfg.get("torch_dtype"), 2)
         per_token = (cfg.get("num_hidden_layers", 0) * cfg.get("num_key_value_heads", heads)
-                     * head_dim * 2 * 2)
+                     * head_dim * 2 * dtype_bytes)
     except (OSError, ValueError, TypeError):
         per_token = 0
     return int(weights * 1.1) + per_token * kv_tokens + 200 * 1024 * 1024

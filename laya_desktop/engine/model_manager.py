@@ -65,6 +65,7 @@ class ModelManager:
         self.models: dict[str, ServedModel] = {}
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._config = config
+        self._closed = False  # stop_all() ran: the engine is shutting down, load nothing more
         for model in config.models:
             self.models[model.name] = self._new_served(model, config)
 
@@ -89,12 +90,21 @@ class ModelManager:
         assert handle is not None
         if handle.is_ready:
             return handle
+        # Shielded: a caller that goes away (a client leaving while it waits for the load) must
+        # not cut short an admission that is unloading other models to make room.
+        return await asyncio.shield(self._load(served))
+
+    async def _load(self, served: ServedModel) -> RunnerHandle:
+        handle = served.handle
+        assert handle is not None
         lock = self._load_locks.setdefault(served.name, asyncio.Lock())
         async with lock:
             if handle.is_ready:
                 return handle
+            self._check_loadable(served)
             if self.admission is not None:
                 await self.admission(served)
+            self._check_loadable(served)
             self.events.record("model_loading", model=served.name)
             started = time.monotonic()
             try:
@@ -106,6 +116,11 @@ class ModelManager:
                                load_ms=round((time.monotonic() - started) * 1000, 1))
         return handle
 
+    def _check_loadable(self, served: ServedModel) -> None:
+        if self._closed or served.handle.retired:
+            reason = "the engine is shutting down" if self._closed else "the config changed"
+            raise RunnerError(f"model '{served.name}' not loaded: {reason}", "model_unloaded")
+
     async def unload(self, name: str, kind: str = "model_unloaded", reason: str = "requested",
                      freed_bytes: int | None = None, grace_s: float | None = None,
                      **extra) -> bool:
@@ -116,7 +131,8 @@ class ModelManager:
         if handle.state not in ("ready", "loading", "error") or handle.pid is None:
             return False
         pid = handle.pid
-        await handle.stop(reason, grace_s=grace_s)
+        if not await handle.stop(reason, grace_s=grace_s):
+            return False  # another unload got there first and recorded it
         self.events.record(kind, model=name, reason=reason, freed_bytes=freed_bytes, pid=pid, **extra)
         return True
 
@@ -142,10 +158,14 @@ class ModelManager:
         self.models = new
         self._config = config
         for served in to_stop:
-            if served.handle is not None and served.handle.pid is not None:
+            if served.handle is not None:
+                # Requests still waiting in the old queue move to the new model (dispatch); one
+                # already inside a load of the old model gets a clean error; none restarts it.
+                served.handle.retire()
                 pid = served.handle.pid
-                await served.handle.stop("config changed")
-                self.events.record("model_unloaded", model=served.name, reason="config changed", pid=pid)
+                if await served.handle.stop("config changed"):
+                    self.events.record("model_unloaded", model=served.name, reason="config changed",
+                                       pid=pid)
 
     async def warmup(self) -> None:
         for served in list(self.models.values()):
@@ -156,6 +176,7 @@ class ModelManager:
                     log.warning("warm-up of %s failed: %s", served.name, exc)
 
     async def stop_all(self) -> None:
+        self._closed = True
         await asyncio.gather(*(m.handle.stop("engine shutdown") for m in self.models.values()
                                if m.handle is not None), return_exceptions=True)
 

@@ -45,6 +45,7 @@ class ModelQueue:
                 self.release()
             else:
                 waiter.cancel()
+                self._waiters.remove(waiter)  # don't let given-up waiters pile up behind a long request
             if isinstance(exc, asyncio.TimeoutError):
                 raise QueueTimeout() from None
             raise

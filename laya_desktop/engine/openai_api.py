@@ -17,6 +17,8 @@ from laya_desktop.engine.request_body import chat_command, completion_command, w
 from laya_desktop.engine.sse import DONE, DisconnectAwareStreamingResponse, sse
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# Runner errors that mean "try again" (503), not a fault in the engine (500); kv_full: ARCHITECTURE.md.
+UNAVAILABLE_CODES = ("runner_crashed", "model_unloaded", "kv_full")
 
 
 async def read_json(request: Request):
@@ -77,12 +79,15 @@ async def _serve(request: Request, kind: str) -> Response:
         rule = decision.rule if decision.rule is not None else "direct"
         record.fields["rule"] = rule
         route_headers = {"X-Laya-Route": rule, "X-Laya-Route-Us": f"{route_us:.1f}"}
-        gen = await start_generation(engine.models, [decision.target, *decision.fallbacks], command,
-                                     body, request.url.path,
-                                     engine.config.scheduler.queue_timeout_ms / 1000, engine.remote)
+        gen = await _unless_client_leaves(request, lambda: start_generation(
+            engine.models, [decision.target, *decision.fallbacks], command, body, request.url.path,
+            engine.config.scheduler.queue_timeout_ms / 1000, engine.remote))
     except ApiError as exc:
         record.finish(engine, exc.status)
         return exc.response(route_headers)
+    if gen is None:  # the client went away while the request waited for a slot or a load
+        record.finish(engine, 499)
+        return Response(status_code=499)
     record.generation = gen
     served_name = gen.served.name
     route_headers["X-Laya-Model"] = served_name
@@ -98,6 +103,29 @@ async def _serve(request: Request, kind: str) -> Response:
         return DisconnectAwareStreamingResponse(stream, media_type="text/event-stream",
                                                 headers={**route_headers, "Cache-Control": "no-cache"})
     return await _collect_local(request, engine, gen, kind, route_headers, record)
+
+
+async def _unless_client_leaves(request: Request, start):
+    """`await start()` (queue wait, model load, first event), given up as soon as the client
+    disconnects, so a gone client does not keep its place in the queue. None when it left."""
+    outcome: dict = {}
+
+    async def watch(cancel_scope) -> None:
+        # The body has been read: all that can still arrive is the disconnect.
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch, tg.cancel_scope)
+        try:
+            outcome["result"] = await start()
+        except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
+            outcome["error"] = exc
+        tg.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
 
 
 def _relay_remote(engine, gen: RemoteStream, headers: dict, record: RequestRecord) -> Response:
@@ -177,7 +205,7 @@ async def _stream_local(engine, gen: LocalGeneration, kind: str, include_usage: 
                                else "text_completion", "created": created, "model": model,
                                "choices": [], "usage": usage})
             elif kind_of == "error":
-                status = 503 if event.get("code") in ("runner_crashed", "model_unloaded") else 500
+                status = 503 if event.get("code") in UNAVAILABLE_CODES else 500
                 yield sse(_error_payload(event))
         yield DONE
     except BaseException:
@@ -220,8 +248,8 @@ async def _collect_local(request: Request, engine, gen: LocalGeneration, kind: s
             await gen.close()
     if failure is not None or done is None:
         event = failure or {"code": "client_disconnected", "message": "client went away"}
-        status = {"runner_crashed": 503, "model_unloaded": 503,
-                  "client_disconnected": 499}.get(event.get("code"), 500)
+        code = event.get("code")
+        status = 503 if code in UNAVAILABLE_CODES else 499 if code == "client_disconnected" else 500
         record.finish(engine, status)
         if status == 503:
             headers = {**headers, "Retry-After": "2"}

@@ -73,6 +73,14 @@ class RunnerHandle:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._tasks: list[asyncio.Task] = []
         self._ready_event: asyncio.Future | None = None
+        # Starts and stops never overlap: a start asked for while a stop is under way (a request
+        # that waited behind an unload) begins once the old process is gone.
+        self._lifecycle = asyncio.Lock()
+        self.retired = False
+
+    def retire(self) -> None:
+        """This handle's model was replaced or removed by a config change: never start again."""
+        self.retired = True
 
     @property
     def pid(self) -> int | None:
@@ -90,6 +98,15 @@ class RunnerHandle:
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
+        async with self._lifecycle:
+            await self._start_locked()
+
+    async def _start_locked(self) -> None:
+        if self.retired:
+            raise RunnerError(f"model '{self.model.name}' was unloaded: the config changed",
+                              "model_unloaded")
+        if self.state == "ready" and self.pid is not None:
+            return
         self.state = "loading"
         self.error = None
         try:
@@ -99,9 +116,13 @@ class RunnerHandle:
             raise RunnerError(self.error, "load_failed") from None
         cmd = runner_command(self.model.backend, runner_spec(self.model, path))
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT, env=env)
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT, env=env)
+        except OSError as exc:  # e.g. ENOMEM or EMFILE: a clean load failure, not "loading" forever
+            self._fail(f"cannot start the runner of model '{self.model.name}': {exc}")
+            raise RunnerError(self.error, "load_failed") from None
         self._stderr_tail.clear()
         self._ready_event = asyncio.get_running_loop().create_future()
         self._tasks = [asyncio.ensure_future(self._read_events(self.process)),
@@ -148,7 +169,10 @@ class RunnerHandle:
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
         while True:
-            line = await proc.stderr.readline()
+            try:
+                line = await proc.stderr.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue  # an over-long line: dropped, and the pipe keeps being drained
             if not line:
                 return
             text = line.decode("utf-8", "replace").rstrip()
@@ -174,10 +198,14 @@ class RunnerHandle:
         return f"runner exited with code {code}" + (f": {tail}" if tail else "")
 
     def _on_exit(self, proc: asyncio.subprocess.Process) -> None:
+        if proc is not self.process:
+            return  # an earlier process of this handle: its successor's state is not ours to touch
         if self._ready_event and not self._ready_event.done():
             self._ready_event.set_result({"event": "load_failed", "message": self._exit_message()})
             return
         if self.state in ("stopping", "unloaded"):
+            # a request that slipped in while the stop was under way must not wait forever
+            self._fail_streams("model_unloaded", f"model '{self.model.name}' was unloaded")
             return
         self._fail(f"runner of model '{self.model.name}' crashed: {self._exit_message()}")
         if self._on_crash:
@@ -185,7 +213,8 @@ class RunnerHandle:
         self._fail_streams("runner_crashed", self.error)
 
     def _fail_streams(self, code: str, message: str) -> None:
-        for queue in self._streams.values():
+        streams, self._streams = self._streams, {}
+        for queue in streams.values():
             queue.put_nowait({"event": "error", "code": code, "message": message})
 
     async def send(self, command: dict) -> None:
@@ -199,6 +228,9 @@ class RunnerHandle:
             raise RunnerError(f"runner of model '{self.model.name}' is gone: {exc}", "runner_crashed")
 
     async def open_stream(self, req_id: str, command: dict) -> asyncio.Queue:
+        if self.state != "ready":  # e.g. an unload began between ensure_ready() and now
+            code = "runner_crashed" if self.state == "error" else "model_unloaded"
+            raise RunnerError(f"model '{self.model.name}' is not loaded ({self.state})", code)
         queue: asyncio.Queue = asyncio.Queue()
         self._streams[req_id] = queue
         try:
@@ -216,17 +248,21 @@ class RunnerHandle:
             except RunnerError:
                 pass
 
-    async def stop(self, reason: str = "unload", grace_s: float | None = None) -> None:
-        """End the runner; returns once the process has exited."""
+    async def stop(self, reason: str = "unload", grace_s: float | None = None) -> bool:
+        """End the runner; returns once the process has exited, True when this call ended it."""
         if self._starting and not self._starting.done():
             try:
                 await asyncio.shield(self._starting)
             except Exception:
                 pass
+        async with self._lifecycle:
+            return await self._stop_locked(reason, grace_s)
+
+    async def _stop_locked(self, reason: str, grace_s: float | None) -> bool:
         proc = self.process
         if proc is None or proc.returncode is not None:
             self.state = "unloaded" if self.state != "error" else self.state
-            return
+            return False
         self.state = "stopping"
         self._fail_streams("model_unloaded", f"model '{self.model.name}' was unloaded ({reason})")
         try:
@@ -242,6 +278,7 @@ class RunnerHandle:
         self.info = {}
         self.stats = {}
         self.loaded_at = None
+        return True
 
     async def _kill(self) -> None:
         proc = self.process

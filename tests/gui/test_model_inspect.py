@@ -61,7 +61,7 @@ def test_mlx_folder_preview(tiny_mlx):
     embed = config["vocab_size"] * config["hidden_size"]
     assert 2 * embed < info["parameters"] < info["weights_bytes"] / 4  # f32: 4 bytes a parameter
     assert est["kv_tokens"] == 1024
-    assert est["kv_bytes_per_token"] == 2 * 2 * 16 * 2 * 2    # layers × kv heads × head dim × K,V × f16
+    assert est["kv_bytes_per_token"] == 2 * 2 * 16 * 2 * 4    # layers × kv heads × head dim × K,V × f32
     assert est["weights_bytes"] + est["kv_bytes"] + est["overhead_bytes"] == est["total_bytes"]
 
 
