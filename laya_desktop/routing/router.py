@@ -296,8 +296,8 @@ def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:
               f"prompt has {req.prompt_chars} chars <= max {m.max_prompt_chars}",
               f"prompt has {req.prompt_chars} chars > max {m.max_prompt_chars}")
     if m.model:
-        judge(req.model in m.model, f"model {req.model!r} in {_show(m.model)}",
-              f"model {req.model!r} not in {_show(m.model)}")
+        asked = f"model {req.model!r}" if req.model is not None else "no model asked for"
+        judge(req.model in m.model, f"{asked} in {_show(m.model)}", f"{asked}, not in {_show(m.model)}")
     if m.path:
         judge(req.path in m.path, f"path {req.path!r} in {_show(m.path)}",
               f"path {req.path!r} not in {_show(m.path)}")
