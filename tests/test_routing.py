@@ -319,3 +319,17 @@ def test_router_equals_reference(routes, body, path, header):
     if expected is not None and not expected.direct:
         first = next(c for c in explanation.rules if c.matched)
         assert first.rule == expected.rule
+
+
+def test_rule_whose_keywords_all_lie_in_an_earlier_tier_still_wins():
+    # Found by the property above: rule 'late' has only tier-1 keywords but comes after a rule
+    # whose keyword lies in tier 2, so tier 1 alone never "resolved" it.
+    cfg = config(
+        RouteConfig(name="chat-only", target="small", match=RouteMatch(keywords=["a"], path=[CHAT])),
+        RouteConfig(name="never", target="small", match=RouteMatch(keywords=["aa"], max_prompt_chars=0)),
+        RouteConfig(name="late", target="small", match=RouteMatch(keywords=["a"])),
+    )
+    req = extract(COMPLETIONS, {"prompt": "A"}, None)
+    assert reference(cfg, req).rule == "late"
+    for router in routers(cfg):
+        assert router.decide(req).rule == "late"

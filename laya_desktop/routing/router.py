@@ -242,20 +242,26 @@ class Router:
         return self._decisions[winner.bit_length() - 1] if winner else None
 
     def _scan(self, needed: int, data: bytes) -> int:
-        """The lowest bit of `needed` whose keyword condition holds, or 0."""
+        """The lowest bit of `needed` whose keyword condition holds, or 0.
+
+        A rule holds as soon as any of its keywords is found, whatever tier found it; it wins once
+        every needed rule before it is resolved (all its keywords lie in tiers already scanned).
+        """
         satisfied = 0
         for tier in self._tiers:
-            if not needed & tier.users:
-                continue
-            masks = tier.pattern_rules
-            for pattern in tier.scanner.scan(data):
-                satisfied |= masks[pattern]
-            found = satisfied & needed & tier.resolved
-            if found:
-                return found & -found
-            if not needed & ~tier.resolved:
+            if needed & tier.users:
+                masks = tier.pattern_rules
+                for pattern in tier.scanner.scan(data):
+                    satisfied |= masks[pattern]
+            hit = satisfied & needed
+            if hit:
+                lowest = hit & -hit
+                if not needed & (lowest - 1) & ~tier.resolved:
+                    return lowest
+            elif not needed & ~tier.resolved:
                 return 0
-        return 0
+        hit = satisfied & needed
+        return hit & -hit
 
     # --- explain (slow path, for people) ---------------------------------------------------
 
@@ -296,8 +302,9 @@ def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:
               f"prompt has {req.prompt_chars} chars <= max {m.max_prompt_chars}",
               f"prompt has {req.prompt_chars} chars > max {m.max_prompt_chars}")
     if m.model:
-        asked = f"model {req.model!r}" if req.model is not None else "no model asked for"
-        judge(req.model in m.model, f"{asked} in {_show(m.model)}", f"{asked}, not in {_show(m.model)}")
+        judge(req.model in m.model, f"model {req.model!r} in {_show(m.model)}",
+              f"model {req.model!r} not in {_show(m.model)}" if req.model is not None
+              else f"no model asked for (rule wants one of {_show(m.model)})")
     if m.path:
         judge(req.path in m.path, f"path {req.path!r} in {_show(m.path)}",
               f"path {req.path!r} not in {_show(m.path)}")
