@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import httpx
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import running_engine  # noqa: E402

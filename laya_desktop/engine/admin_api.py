@@ -13,6 +13,7 @@ from laya_desktop.engine.model_manager import LoadRefused
 from laya_desktop.engine.openai_api import read_json
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.routing.request import extract
+from laya_desktop.routing.router import explanation_json
 
 
 def _engine(request: Request):
@@ -58,18 +59,10 @@ async def explain_route(request: Request) -> Response:
     header_tags = request.headers.get("x-laya-tags")
     router = engine.router
     started = time.perf_counter_ns()
-    decision = router.decide_body(path, body, header_tags)
+    router.decide_body(path, body, header_tags)
     decision_us = (time.perf_counter_ns() - started) / 1000
     explanation = router.explain(extract(path, body, header_tags))
-    return JSONResponse({
-        "rule": decision.rule if decision else None,
-        "target": decision.target if decision else None,
-        "fallbacks": list(decision.fallbacks) if decision else [],
-        "direct": decision.direct if decision else False,
-        "explanation": [{"rule": r.rule, "matched": r.matched, "reasons": list(r.reasons)}
-                        for r in explanation.rules],
-        "decision_us": round(decision_us, 2),
-    })
+    return JSONResponse(explanation_json(explanation, round(decision_us, 2)))
 
 
 def model_summary(served) -> dict:

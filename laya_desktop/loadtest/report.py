@@ -110,7 +110,7 @@ def render_table(summary: dict) -> str:
     lines = [
         f"requests     {summary['requests']}  ok {summary['ok']}  errors {summary['errors']}"
         f"  in {summary['wall_s']:.2f} s ({summary['requests_per_s']:.2f} req/s)",
-        f"statuses     " + ", ".join(f"{k}: {v}" for k, v in summary["status_counts"].items()),
+        "statuses     " + ", ".join(f"{k}: {v}" for k, v in summary["status_counts"].items()),
         "",
         f"{'':12} {'p50':>9} {'p95':>9} {'p99':>9} {'mean':>9} {'max':>9}",
         f"{'latency ms':12} " + " ".join(f"{_ms(lat[k]):>9}" for k in ("p50", "p95", "p99", "mean", "max")),

@@ -8,7 +8,7 @@ import time
 
 from laya_desktop.config.store import ConfigInvalid, find_config_path, load_config
 from laya_desktop.routing.request import extract
-from laya_desktop.routing.router import Explanation, Router
+from laya_desktop.routing.router import Explanation, Router, explanation_json
 
 
 def _body(args: argparse.Namespace) -> dict:
@@ -29,19 +29,6 @@ def _time_us(router: Router, path: str, body: dict) -> float:
         took = time.perf_counter_ns() - start
         best = took if best is None else min(best, took)
     return round(best / 1000, 1)
-
-
-def _as_json(explanation: Explanation, decision_us: float) -> dict:
-    d = explanation.decision
-    return {
-        "rule": d.rule if d else None,
-        "target": d.target if d else None,
-        "fallbacks": list(d.fallbacks) if d else [],
-        "direct": d.direct if d else False,
-        "explanation": [{"rule": c.rule, "matched": c.matched, "reasons": list(c.reasons)}
-                        for c in explanation.rules],
-        "decision_us": decision_us,
-    }
 
 
 def _print_text(explanation: Explanation, decision_us: float) -> None:
@@ -83,7 +70,7 @@ def run_route(args: argparse.Namespace) -> int:
     decision_us = _time_us(router, args.path, body)
     explanation = router.explain(extract(args.path, body, None))
     if args.json:
-        print(json.dumps(_as_json(explanation, decision_us)))
+        print(json.dumps(explanation_json(explanation, decision_us)))
     else:
         _print_text(explanation, decision_us)
     if explanation.decision is None:

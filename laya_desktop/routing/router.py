@@ -45,6 +45,20 @@ class Explanation:
     note: str = ""
 
 
+def explanation_json(explanation: Explanation, decision_us: float) -> dict:
+    """The shape `laya route --json` prints and POST /admin/route/explain answers."""
+    d = explanation.decision
+    return {
+        "rule": d.rule if d else None,
+        "target": d.target if d else None,
+        "fallbacks": list(d.fallbacks) if d else [],
+        "direct": d.direct if d else False,
+        "explanation": [{"rule": c.rule, "matched": c.matched, "reasons": list(c.reasons)}
+                        for c in explanation.rules],
+        "decision_us": decision_us,
+    }
+
+
 def _collect(pattern: int, start: int, end: int, flags: int, hits: list) -> None:
     hits.append(pattern)
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from laya_desktop.runners.batching import common_prefix_len
+
 DEFAULT_PREFILL_STEP = 512  # tokens per prefill chunk: the longest a step() may run on a prompt
 TPS_WINDOW_S = 5.0
 
@@ -87,14 +89,6 @@ def _message_text(content) -> str:
         return "".join(p.get("text", "") for p in content
                        if isinstance(p, dict) and p.get("type", "text") == "text")
     return str(content)
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 # --- model facts ----------------------------------------------------------------------------------
@@ -471,7 +465,7 @@ class MlxBackend:
             return None, 0
         cache, tokens = self._saved
         # At least one prompt token must go through the model to get the first logits.
-        common = min(_common_prefix(tokens, prompt), len(prompt) - 1)
+        common = min(common_prefix_len(tokens, prompt), len(prompt) - 1)
         if common <= 0 or (common < len(tokens) and not can_trim_prompt_cache(cache)):
             return None, 0
         self._saved = None
