@@ -14,7 +14,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e .
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx]"
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
