@@ -24,6 +24,9 @@ def is_loopback(host: str) -> bool:
 def run_serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
+    # asyncio warns for every write to a socket whose client already left mid-stream; the
+    # request's own cleanup handles that case, so the warnings are only noise.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     path = find_config_path(args.config)
     try:
         config = load_config(path)
