@@ -12,7 +12,10 @@ from typing import Any
 
 import yaml
 
-from laya_desktop.config.schema import Config, RouteConfig
+from laya_desktop.config.roundtrip import EachItem, update_yaml_text
+from laya_desktop.config.schema import (
+    Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, ServerConfig,
+)
 from laya_desktop.config.validate import ConfigError, model_keys_for, validate_config
 
 CONFIG_NAME = "models.yaml"
@@ -129,9 +132,48 @@ def dump_config_text(config_or_dict: Config | dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+def config_defaults() -> dict[str, Any]:
+    """What each models.yaml key means when left out, shaped like config_to_dict's result."""
+    model = dataclasses.asdict(ModelConfig(name="", backend=""))
+    route = dataclasses.asdict(RouteConfig(name="", target=""))
+    for required in ("name", "backend", "target"):
+        model.pop(required, None)
+        route.pop(required, None)
+    return {
+        "server": dataclasses.asdict(ServerConfig()),
+        "models": EachItem(model),
+        "routes": EachItem(route),
+        "scheduler": dataclasses.asdict(SchedulerConfig()),
+        "memory": dataclasses.asdict(MemoryConfig()),
+    }
+
+
 def save_config_atomic(config_or_dict: Config | dict, path: str | os.PathLike) -> None:
-    """Write the config so that readers see the old file or the new one, never a partial one."""
-    _write_atomic(dump_config_text(config_or_dict), Path(path))
+    """Write the config so that readers see the old file or the new one, never a partial one.
+
+    An existing models.yaml is updated in place, keeping its comments and layout.
+    """
+    data = config_to_dict(config_or_dict) if isinstance(config_or_dict, Config) else config_or_dict
+    path = Path(path)
+    updated = _updated_text(data, path)
+    _write_atomic(updated if updated is not None else dump_config_text(data), path)
+
+
+def _updated_text(data: dict, path: Path) -> str | None:
+    """The file at `path` changed to hold `data`; None when there is no such file to keep (missing,
+    unreadable, not a YAML mapping) or `data` is not a valid config."""
+    expected, errors = validate_config(data)
+    if errors:
+        return None  # the result is checked against `expected` below; without it, dump plainly
+    try:
+        old = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    text = update_yaml_text(old, data, config_defaults())
+    # A wrong file is worse than a file without comments: never write one that reads differently.
+    if text is None or parse_config_text(text)[0] != expected:
+        return None
+    return text
 
 
 def _write_atomic(text: str, path: Path) -> None:
