@@ -122,7 +122,7 @@ def run_laya(model_path: str, threads: int, n_ctx: int, levels, per_client, max_
         out = {c: asyncio.run(drive(url, c, per_client, max_tokens, "gemma")) for c in levels}
         log = httpx.get(url + "/admin/requests", timeout=10).json()["requests"]
         overhead = [r["engine_ms"] for r in log if r.get("engine_ms") is not None]
-        out["engine_ms_p50"] = statistics.median(overhead) if overhead else None
+        out["engine_ms_p50"] = round(statistics.median(overhead), 3) if overhead else None
         return out
     finally:
         stop(proc)
