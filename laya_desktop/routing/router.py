@@ -143,6 +143,7 @@ class Router:
         self._direct: dict[str, Decision] = {}
         self._compile_conditions()
         self._compile_keywords(scanner, first_tier_keywords)
+        self._reads_text = bool(self._tiers or self._mins or self._maxs)
 
     # --- compile -------------------------------------------------------------------------
 
@@ -220,6 +221,8 @@ class Router:
             registered = model in self.registered
         if registered and model is not None:
             return self._direct_to(model)
+        if not self._reads_text:  # no length or keyword condition: the text cannot matter
+            return self._select(path, model, merge_tags(body, header_tags), 0, bytes)
         user_parts, chars = text_parts(body)
         return self._select(path, model, merge_tags(body, header_tags), chars,
                             lambda: _encode(USER_TEXT_SEPARATOR.join(user_parts).lower()))
