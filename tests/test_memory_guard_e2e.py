@@ -204,3 +204,33 @@ def test_estimate_matches_runner_memory_on_gemma(gemma_path, tmp_path):
         rss = c.get("/admin/telemetry").json()["samples"][-1]["models"]["gemma"]["rss"]
     estimate = estimate_memory(read_gguf_info(gemma_path), n_ctx, parallel, "f16").total_bytes
     assert abs(estimate - rss) / rss < 0.25, (estimate, rss)
+
+
+@pytest.mark.slow
+def test_admission_unloads_idle_lru_model_to_make_room(gemma_path, tmp_path):
+    from laya_desktop.config.validate import validate_config
+    from laya_desktop.engine.memory_guard import estimate_model_bytes
+    model = {"backend": "llama_cpp", "path": str(gemma_path), "n_ctx": 1024, "parallel": 1,
+             "idle_ttl_s": 0}
+    config = {"models": [{"name": "first", **model}, {"name": "second", **model}],
+              "routes": [{"name": "default", "target": "first"}]}
+    parsed, errors = validate_config(config)
+    assert not errors
+    need, _ = estimate_model_bytes(parsed.models[0])
+    # room for one model and a half: the second fits only once the first is gone
+    config["memory"] = {"reserved_system_gb": round(
+        (psutil.virtual_memory().available - 1.5 * need) / GIB, 3)}
+    chat = {"max_tokens": 2, "messages": [{"role": "user", "content": "x"}]}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        assert c.post("/v1/chat/completions", json={**chat, "model": "first"}).status_code == 200
+        first_pid = c.get("/admin/models").json()["models"][0]["pid"]
+        seq = c.get("/admin/events").json()["seq"]
+        r = c.post("/v1/chat/completions", json={**chat, "model": "second"})
+        assert r.status_code == 200, r.text
+        events = [(e["kind"], e.get("model")) for e in _events(c, seq)]
+        assert events.index(("model_unloaded", "first")) < events.index(("model_loaded", "second"))
+        unloaded = [e for e in _events(c, seq) if e["kind"] == "model_unloaded"][0]
+        assert unloaded["reason"] == "making room for second"
+        assert first_pid not in eng.runner_pids()
+        state = {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}
+        assert state == {"first": "unloaded", "second": "ready"}
