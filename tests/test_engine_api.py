@@ -380,3 +380,27 @@ def test_remote_backend_through_second_engine(engine, tmp_path, tiny_gguf):
         with pytest.raises(openai.APIStatusError) as info:
             sdk.chat.completions.create(model="dead", messages=[{"role": "user", "content": "x"}])
         assert info.value.status_code == 502
+
+
+def test_remote_that_breaks_off_mid_stream_ends_in_an_error_event(tiny_gguf, tmp_path):
+    import os
+    import signal
+    remote_dir, front_dir = tmp_path / "remote", tmp_path / "front"
+    remote_dir.mkdir(), front_dir.mkdir()
+    with running_engine(tiny_config(tiny_gguf, n_ctx=32768), remote_dir) as remote:
+        config = {"models": [{"name": "cloud", "backend": "openai", "base_url": remote.url + "/v1",
+                              "remote_model": "tiny"}],
+                  "routes": [{"name": "default", "target": "cloud"}]}
+        with running_engine(config, front_dir) as front, front.client() as c:
+            with _stream_lines(c, LONG) as r:
+                lines = r.iter_lines()
+                assert next(lines).startswith("data:")
+                os.kill(remote.proc.pid, signal.SIGKILL)
+                killed_at = time.monotonic()
+                rest = [line for line in lines if line]
+            assert time.monotonic() - killed_at < 5
+            assert rest[-1] == "data: [DONE]"
+            errors = [json.loads(l[5:]) for l in rest if l.startswith('data: {"error"')]
+            assert errors and errors[0]["error"]["code"] == "remote_error"
+            logged = c.get("/admin/requests").json()["requests"]
+            assert logged[-1]["status"] == 502

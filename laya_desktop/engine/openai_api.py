@@ -6,6 +6,7 @@ import time
 import uuid
 
 import anyio
+import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -129,17 +130,27 @@ async def _unless_client_leaves(request: Request, start):
 
 
 def _relay_remote(engine, gen: RemoteStream, headers: dict, record: RequestRecord) -> Response:
+    status = gen.response.status_code
+
     async def body():
+        nonlocal status
         try:
             async for chunk in gen.raw():
                 yield chunk
+        except httpx.HTTPError as exc:
+            # The remote broke off mid-answer: a stream still ends in OpenAI's error shape.
+            status = 502
+            if gen.stream:
+                yield b"\n\n" + sse({"error": {
+                    "message": f"remote model '{gen.served.name}' broke off: {exc!r}",
+                    "type": "server_error", "code": "remote_error", "param": None}}) + DONE
         finally:
             with anyio.CancelScope(shield=True):
                 await gen.close()
                 usage = gen.usage or {}
                 record.fields["prompt_tokens"] = usage.get("prompt_tokens")
                 record.fields["completion_tokens"] = usage.get("completion_tokens")
-                record.finish(engine, gen.response.status_code)
+                record.finish(engine, status)
 
     media_type = gen.response.headers.get("content-type", "application/json")
     return DisconnectAwareStreamingResponse(body(), status_code=gen.response.status_code,
