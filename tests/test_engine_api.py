@@ -404,3 +404,20 @@ def test_remote_that_breaks_off_mid_stream_ends_in_an_error_event(tiny_gguf, tmp
             assert errors and errors[0]["error"]["code"] == "remote_error"
             logged = c.get("/admin/requests").json()["requests"]
             assert logged[-1]["status"] == 502
+
+
+def test_oversized_bodies_are_413_with_or_without_a_length(engine):
+    from laya_desktop.engine.openai_api import MAX_BODY_BYTES
+    big = b'{"prompt": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}'
+
+    def chunks():
+        for i in range(0, len(big), 1 << 20):
+            yield big[i:i + (1 << 20)]
+
+    with engine.client() as c:
+        sized = c.post("/v1/completions", content=big, headers={"Content-Type": "application/json"})
+        chunked = c.post("/v1/completions", content=chunks(),
+                         headers={"Content-Type": "application/json"})
+    for r in (sized, chunked):
+        assert r.status_code == 413
+        assert r.json()["error"]["code"] == "request_too_large"

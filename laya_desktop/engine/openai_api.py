@@ -22,15 +22,20 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 UNAVAILABLE_CODES = ("runner_crashed", "model_unloaded", "kv_full")
 
 
+def _too_large() -> ApiError:
+    return ApiError(413, f"request body over {MAX_BODY_BYTES} bytes", "invalid_request_error",
+                    "request_too_large")
+
+
 async def read_json(request: Request):
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise ApiError(413, f"request body over {MAX_BODY_BYTES} bytes", "invalid_request_error",
-                       "request_too_large")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"request body over {MAX_BODY_BYTES} bytes", "invalid_request_error",
-                       "request_too_large")
+        raise _too_large()
+    raw = bytearray()
+    async for chunk in request.stream():  # a chunked body has no length: stop at the limit
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise _too_large()
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
