@@ -421,3 +421,24 @@ def test_oversized_bodies_are_413_with_or_without_a_length(engine):
     for r in (sized, chunked):
         assert r.status_code == 413
         assert r.json()["error"]["code"] == "request_too_large"
+
+
+def test_reapplying_config_does_not_reload_an_unloaded_warmup_model(tiny_gguf, tmp_path):
+    with running_engine(tiny_config(tiny_gguf, warmup=True), tmp_path) as eng, eng.client() as c:
+        deadline = time.monotonic() + 15
+        while c.get("/admin/models").json()["models"][0]["state"] != "ready":
+            assert time.monotonic() < deadline, "warm-up did not load the model"
+            time.sleep(0.1)
+        c.post("/admin/models/tiny/unload").raise_for_status()
+        config = c.get("/admin/config").json()
+        config["routes"][0]["match"] = {"tags": ["other"]}
+        assert c.put("/admin/config", json=config).status_code == 200
+        time.sleep(1.0)
+        assert c.get("/admin/models").json()["models"][0]["state"] == "unloaded"
+        config["models"].append({**config["models"][0], "name": "tiny2"})
+        assert c.put("/admin/config", json=config).status_code == 200
+        deadline = time.monotonic() + 15
+        while {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}.get("tiny2") != "ready":
+            assert time.monotonic() < deadline, "a new warm-up model was not loaded"
+            time.sleep(0.1)
+        assert c.get("/admin/models").json()["models"][0]["state"] == "unloaded"

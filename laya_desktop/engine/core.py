@@ -79,11 +79,12 @@ class Engine:
     async def _swap_config(self, config: Config, source: str) -> None:
         self.router = Router(config)
         self.config = config
-        await self.models.apply_config(config)
+        to_warm = await self.models.apply_config(config)
         self.events.record("config_applied", reason=f"from {source}")
         # tracked, so that stop() ends it before stop_all() instead of it loading models after
         self._tasks = [t for t in self._tasks if not t.done()]
-        self._tasks.append(asyncio.ensure_future(self.models.warmup()))
+        if to_warm:
+            self._tasks.append(asyncio.ensure_future(self.models.warmup(to_warm)))
 
     def config_dict(self) -> dict:
         return config_to_dict(self.config)

@@ -136,14 +136,20 @@ class ModelManager:
         self.events.record(kind, model=name, reason=reason, freed_bytes=freed_bytes, pid=pid, **extra)
         return True
 
-    async def apply_config(self, config: Config) -> None:
-        """Swap in a new config: changed or removed models are unloaded, new ones registered."""
+    async def apply_config(self, config: Config) -> list[str]:
+        """Swap in a new config: changed or removed models are unloaded, new ones registered.
+
+        Returns the models to warm up: new or changed ones, and those whose `warmup` was just
+        turned on (a model the guard or the idle TTL unloaded is not loaded back by a re-apply)."""
         old = self.models
         new: dict[str, ServedModel] = {}
         to_stop: list[ServedModel] = []
+        to_warm: list[str] = []
         for model in config.models:
             prev = old.get(model.name)
             if prev is not None and _spec_key(prev.config) == _spec_key(model):
+                if model.warmup and not prev.config.warmup:
+                    to_warm.append(model.name)
                 prev.config = model
                 if prev.handle is not None:
                     prev.handle.model = model
@@ -154,6 +160,8 @@ class ModelManager:
                 if prev is not None:
                     to_stop.append(prev)
                 new[model.name] = self._new_served(model, config)
+                if model.warmup:
+                    to_warm.append(model.name)
         to_stop += [m for name, m in old.items() if name not in new]
         self.models = new
         self._config = config
@@ -166,9 +174,12 @@ class ModelManager:
                 if await served.handle.stop("config changed"):
                     self.events.record("model_unloaded", model=served.name, reason="config changed",
                                        pid=pid)
+        return to_warm
 
-    async def warmup(self) -> None:
+    async def warmup(self, names: list[str] | None = None) -> None:
         for served in list(self.models.values()):
+            if names is not None and served.name not in names:
+                continue
             if served.is_local and served.config.warmup:
                 try:
                     await self.ensure_ready(served)
