@@ -27,6 +27,20 @@ sys.stdin.read()                           # hold until the test closes stdin
 """
 
 
+def settled_available(tolerance: int = 16 << 20, timeout: float = 10.0) -> int:
+    """Available RAM once it stops moving (an earlier test's processes may still be exiting), so
+    that limits computed from it mean what the test intends."""
+    deadline = time.monotonic() + timeout
+    last = psutil.virtual_memory().available
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = psutil.virtual_memory().available
+        if abs(now - last) < tolerance:
+            return now
+        last = now
+    return last
+
+
 def two_models(gguf, **memory) -> dict:
     models = [{"name": n, "backend": "llama_cpp", "path": str(gguf), "n_ctx": 256, "parallel": 1,
                "idle_ttl_s": 0} for n in ("older", "newer")]
@@ -86,7 +100,7 @@ def test_admission_refuses_a_model_that_cannot_fit(tiny_gguf, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_squeeze_unloads_least_recently_used_then_recovers(tiny_gguf, tmp_path):
-    available = psutil.virtual_memory().available
+    available = settled_available()
     reserve_gib = round((available - 1.5 * GIB) / GIB, 2)  # the squeeze only needs ~1.5 GiB
     config = two_models(tiny_gguf, reserved_system_gb=reserve_gib)
     with running_engine(config, tmp_path) as eng, eng.client() as c:
@@ -155,7 +169,7 @@ def test_idle_ttl_unloads_and_pinned_stays(tiny_gguf, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_busy_model_unloaded_last_with_clean_503(tiny_gguf, tmp_path):
-    available = psutil.virtual_memory().available
+    available = settled_available()
     reserve_gib = round((available - 1.5 * GIB) / GIB, 2)
     config = {"models": [{"name": "busy", "backend": "llama_cpp", "path": str(tiny_gguf),
                           "n_ctx": 32768, "parallel": 2, "idle_ttl_s": 0}],
@@ -218,8 +232,7 @@ def test_admission_unloads_idle_lru_model_to_make_room(gemma_path, tmp_path):
     assert not errors
     need, _ = estimate_model_bytes(parsed.models[0])
     # room for one model and a half: the second fits only once the first is gone
-    config["memory"] = {"reserved_system_gb": round(
-        (psutil.virtual_memory().available - 1.5 * need) / GIB, 3)}
+    config["memory"] = {"reserved_system_gb": round((settled_available() - 1.5 * need) / GIB, 3)}
     chat = {"max_tokens": 2, "messages": [{"role": "user", "content": "x"}]}
     with running_engine(config, tmp_path) as eng, eng.client() as c:
         assert c.post("/v1/chat/completions", json={**chat, "model": "first"}).status_code == 200
@@ -228,6 +241,7 @@ def test_admission_unloads_idle_lru_model_to_make_room(gemma_path, tmp_path):
         r = c.post("/v1/chat/completions", json={**chat, "model": "second"})
         assert r.status_code == 200, r.text
         events = [(e["kind"], e.get("model")) for e in _events(c, seq)]
+        assert ("model_unloaded", "first") in events, (events, config["memory"], need)
         assert events.index(("model_unloaded", "first")) < events.index(("model_loaded", "second"))
         unloaded = [e for e in _events(c, seq) if e["kind"] == "model_unloaded"][0]
         assert unloaded["reason"] == "making room for second"
