@@ -11,7 +11,6 @@ also decided in this process, side by side, as the baseline the header is compar
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -23,6 +22,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import running_engine  # noqa: E402
+from publish import publish  # noqa: E402
 
 from laya_desktop.config.store import config_to_dict  # noqa: E402
 from laya_desktop.routing.bench import build_workload  # noqa: E402
@@ -88,12 +88,7 @@ def main() -> int:
              f"  decide_body (in process)   p50 {report['in_process_us']['p50']:>7} µs  "
              f"p95 {report['in_process_us']['p95']:>7}  p99 {report['in_process_us']['p99']:>7}\n"
              f"  ratio engine / in-process at p50: {report['ratio_p50']}")
-    print(table, file=sys.stderr if args.json else sys.stdout)
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "route_engine.json").write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report))
+    publish("route_engine", report, table, args.json)
     return 0
 
 

@@ -28,6 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import free_port  # noqa: E402
+from publish import publish  # noqa: E402
 
 PROMPTS = [
     "The history of the printing press begins",
@@ -178,12 +179,7 @@ def main() -> int:
                      f"{r['ratio']:>5}  {r['laya_ttft_p50_ms']:>10} ms  {r['baseline_ttft_p50_ms']:>14} ms")
     table.append(f"engine overhead per request (outside the runner), p50: "
                  f"{report['laya_engine_overhead_p50_ms']} ms; threads {threads}")
-    print("\n".join(table), file=sys.stderr if args.json else sys.stdout)
-    out_dir = Path(__file__).resolve().parent / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "throughput.json").write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report))
+    publish("throughput", report, "\n".join(table), args.json)
     return 0
 
 
