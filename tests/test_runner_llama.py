@@ -151,13 +151,16 @@ def test_ready_completion_and_chat(start, tiny_gguf):
 
 
 def test_four_requests_interleave_and_a_fifth_queues(start, tiny_gguf):
-    r = start(tiny_gguf)
+    r = start(tiny_gguf, n_ctx=2048)
     r.ready()
     ids = ["r0", "r1", "r2", "r3", "r4"]
     for i in ids:
-        r.generate(i, {"max_tokens": 40, **GREEDY}, kind="completion", prompt=f"Request {i} says")
-    queued = r.stats()["queued"]
+        # the first four hold their slots long enough (seconds) for the stats below to see r4 wait
+        tokens = 40 if i == "r4" else 1000
+        r.generate(i, {"max_tokens": tokens, **GREEDY}, kind="completion", prompt=f"Request {i} says")
+    r.send(op="stats")   # answered after r4 arrived; pushed stats may come before the answer
     texts, final, log = r.collect(ids)
+    queued = max(e["queued"] for e in log if e["event"] == "stats")
     assert all(final[i]["event"] == "done" for i in ids)
     first_done = next(n for n, e in enumerate(log) if e["event"] == "done")
     early = {e["id"] for e in log[:first_done] if e["event"] == "token"}
