@@ -8,21 +8,50 @@ import argparse
 import sys
 
 
-def _add_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "-c", default=None,
-                   help="models.yaml to use (default: ./models.yaml, then the user's config folder)")
+def _add_config(p: argparse.ArgumentParser,
+                help: str = "models.yaml to use (default: ./models.yaml, then the user's config folder)",
+                ) -> None:
+    p.add_argument("--config", "-c", default=None, help=help)
+
+
+def _version_text() -> str:
+    from laya_desktop import __version__
+    return f"laya {__version__}"
+
+
+def _add_engine_commands(sub) -> None:
+    """ps / load / unload talk to a running engine, like `ollama ps` and `lms load`."""
+    def engine_args(p: argparse.ArgumentParser) -> None:
+        _add_config(p)
+        p.add_argument("--url", default=None,
+                       help="engine root (default: server host and port from the config)")
+        p.add_argument("--api-key", default=None, help="default: server.api_key from the config")
+        p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("ps", help="models loaded in the running engine, with their memory")
+    engine_args(p)
+    p.add_argument("--all", action="store_true", help="list every registered model")
+    for name, text in (("load", "load a model into the running engine"),
+                       ("unload", "unload a model from the running engine")):
+        p = sub.add_parser(name, help=text)
+        engine_args(p)
+        p.add_argument("name", help="the model's name in models.yaml")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="laya", description="Laya Desktop: local model gateway")
+    parser.add_argument("--version", "-V", action="version", version=_version_text())
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("gui", help="the desktop app (default)")
-    _add_config(p)
+    _add_config(p, help="models.yaml to use (default: the one in the user's config folder)")
     p.add_argument("--screenshot", metavar="DIR", default=None,
                    help="save a picture of each panel into DIR, then quit")
     p.add_argument("--quit-after", metavar="SECONDS", type=float, default=None,
                    help="quit after this many seconds from launch (a hard deadline)")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="interface language for this run: en, zh_CN or system "
+                        "(default: View > Language, else $LAYA_LANG, else the system locale)")
 
     p = sub.add_parser("serve", help="run the engine headless")
     _add_config(p)
@@ -69,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--kv-cache-type", default="f16", choices=["f16", "q8_0", "q4_0"])
     m.add_argument("--json", action="store_true")
 
+    _add_engine_commands(sub)
+
     p = sub.add_parser("_runner", help=argparse.SUPPRESS)
     p.add_argument("--backend", required=True)
     p.add_argument("--spec", required=True, help="JSON model spec")
@@ -102,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     if command == "models":
         from laya_desktop.runners.inspect_cli import run_inspect
         return run_inspect(args)
+    if command in ("ps", "load", "unload"):
+        from laya_desktop.control import commands
+        return {"ps": commands.run_ps, "load": commands.run_load,
+                "unload": commands.run_unload}[command](args)
     if command == "_runner":
         from laya_desktop.runners.runner_main import run_runner
         return run_runner(args)

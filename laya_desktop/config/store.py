@@ -59,18 +59,32 @@ def default_config_text() -> str:
     return resources.files("laya_desktop.config").joinpath("default_models.yaml").read_text("utf-8")
 
 
-def find_config_path(explicit: str | os.PathLike | None = None) -> Path:
-    """--config if given, else ./models.yaml, else the user's copy (created from the default)."""
-    if explicit:
-        return Path(explicit)
-    local = Path.cwd() / CONFIG_NAME
-    if local.is_file():
-        return local
+def user_config_path() -> Path:
+    """The user's models.yaml, written from the default on first use."""
     user = user_config_dir() / CONFIG_NAME
     if not user.exists():
         user.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(default_config_text(), user)
     return user
+
+
+def find_config_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--config if given, else ./models.yaml, else the user's copy (created from the default).
+
+    For the command-line tools (`laya serve`, `check`, `route`), which are run from a project folder.
+    """
+    if explicit:
+        return Path(explicit)
+    local = Path.cwd() / CONFIG_NAME
+    if local.is_file():
+        return local
+    return user_config_path()
+
+
+def app_config_path(explicit: str | os.PathLike | None = None) -> Path:
+    """--config if given, else the user's copy. The desktop app ignores ./models.yaml: an app is
+    launched from wherever a launcher or terminal happens to be, which must not pick its setup."""
+    return Path(explicit) if explicit else user_config_path()
 
 
 def _yaml_error(exc: yaml.YAMLError) -> ConfigError:

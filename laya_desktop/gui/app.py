@@ -13,23 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
-
 SHUTDOWN_RESERVE_S = 8.0   # orderly shutdown starts this long before the deadline
-
-
-def _server_settings(path: Path) -> tuple[str, int, str | None]:
-    """host, port and api_key from models.yaml (only these: the engine validates the rest)."""
-    try:
-        raw = yaml.safe_load(path.read_text("utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        raw = {}
-    server = raw.get("server") if isinstance(raw, dict) else None
-    server = server if isinstance(server, dict) else {}
-    host = str(server.get("host") or "127.0.0.1")
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"  # listening everywhere; talk to it over loopback
-    return host, int(server.get("port") or 8555), server.get("api_key")
 
 
 def _seconds_since_launch() -> float:
@@ -48,9 +32,11 @@ def run_gui(args) -> int:
     if screenshot_dir and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-    from laya_desktop.config.store import find_config_path
-    config_path = find_config_path(getattr(args, "config", None)).resolve()
-    host, port, api_key = _server_settings(config_path)
+    from laya_desktop.config.address import server_address
+    from laya_desktop.config.store import app_config_path
+    config_path = app_config_path(getattr(args, "config", None)).resolve()
+    _note_ignored_local_config(config_path)
+    host, port, api_key = server_address(config_path)
 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -84,6 +70,13 @@ def run_gui(args) -> int:
         sys.stderr.flush()
         os._exit(exit_code())
     return exit_code()
+
+
+def _note_ignored_local_config(used: Path) -> None:
+    local = (Path.cwd() / "models.yaml").resolve()
+    if local.is_file() and local != used:
+        sys.stderr.write(f"laya gui: using {used}; {local} is not read by the app "
+                         f"(open it with `laya gui --config {local}`)\n")
 
 
 def _close_on_signals(window) -> None:
