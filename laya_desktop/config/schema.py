@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-BACKENDS = ("llama_cpp", "mlx", "openai")
+BACKENDS = ("llama_cpp", "mlx", "openai", "anthropic")
 LOCAL_BACKENDS = ("llama_cpp", "mlx")
+REMOTE_BACKENDS = ("openai", "anthropic")
 KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
 
 
@@ -29,9 +30,10 @@ class ServerConfig:
 @dataclass
 class ModelConfig:
     name: str = _doc("Unique name; clients may ask for it directly in 'model'.")
-    backend: str = _doc("llama_cpp | mlx | openai.")
+    backend: str = _doc("llama_cpp | mlx | openai | anthropic.")
     path: str | None = _doc("A .gguf file, an MLX model folder, or builtin:NAME.", default=None)
-    base_url: str | None = _doc("Remote OpenAI-compatible API root, e.g. https://host/v1.", default=None)
+    base_url: str | None = _doc("Remote API root, e.g. https://host/v1 (OpenAI-compatible or Anthropic).",
+                                default=None)
     api_key_env: str | None = _doc("Environment variable holding the remote API key.", default=None)
     remote_model: str | None = _doc("Model name sent to the remote API (default: name).", default=None)
     n_ctx: int = _doc("Context tokens per sequence.", default=4096)
@@ -46,6 +48,10 @@ class ModelConfig:
                                 default=False)
     idle_ttl_s: int = _doc("Unload after this many idle seconds; 0 = never.", default=900)
     warmup: bool = _doc("Load when the engine starts instead of on first request.", default=False)
+    embedding: bool = _doc("This GGUF serves /v1/embeddings (pooling from the GGUF) instead of text.",
+                           default=False)
+    responses: bool = _doc("The OpenAI-compatible upstream also has the Responses API: Responses "
+                           "requests pass through natively.", default=False)
 
     @property
     def is_local(self) -> bool:

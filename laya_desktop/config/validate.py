@@ -105,14 +105,16 @@ MEMORY_FIELDS = {
 
 _LLAMA = ("llama_cpp",)
 _OPENAI = ("openai",)
+_REMOTE = ("openai", "anthropic")
 # field -> (spec, the backends it applies to)
 MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "name": (_Field("str"), BACKENDS),
     "backend": (_Field("str", check=_choice("backend", BACKENDS)), BACKENDS),
     "path": (_Field("str"), LOCAL_BACKENDS),
-    "base_url": (_Field("str", check=_url), _OPENAI),
-    "api_key_env": (_Field("str", nullable=True), _OPENAI),
-    "remote_model": (_Field("str", nullable=True), _OPENAI),
+    "base_url": (_Field("str", check=_url), _REMOTE),
+    "api_key_env": (_Field("str", nullable=True), _REMOTE),
+    "remote_model": (_Field("str", nullable=True), _REMOTE),
+    "responses": (_Field("bool"), _OPENAI),
     "n_ctx": (_Field("int", check=_at_least(16)), LOCAL_BACKENDS),
     "parallel": (_Field("int", nullable=True, check=_at_least(1)), LOCAL_BACKENDS),
     "n_gpu_layers": (_Field("int", check=_at_least(-1)), _LLAMA),
@@ -122,8 +124,9 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "keep_in_memory": (_Field("bool"), LOCAL_BACKENDS),
     "idle_ttl_s": (_Field("int", check=_at_least(0)), LOCAL_BACKENDS),
     "warmup": (_Field("bool"), LOCAL_BACKENDS),
+    "embedding": (_Field("bool"), _LLAMA),
 }
-MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _OPENAI}
+MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _REMOTE}
 
 
 def model_keys_for(backend: str) -> list[str]:

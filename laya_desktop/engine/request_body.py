@@ -1,15 +1,25 @@
-"""Checking OpenAI request bodies and turning them into runner commands.
+"""Checking OpenAI chat and completions bodies and turning them into a `Call`.
 
-A malformed request gets a 400 naming the offending field, before any routing or model work.
+Every API ends here: the Responses and Messages adapters first convert their bodies into a chat
+body, so sampling, tools, tool_choice and response_format are checked in one place. A malformed
+request gets a 400 naming the offending field, before any routing or model work.
 """
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
+from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import bad_request
 
 ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
 MAX_STOP_STRINGS = 16
+MAX_TOP_LOGPROBS = 20
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+TEXT_PART_TYPES = ("text", "input_text", "output_text")
+# Chat fields that no backend here can honour: refused by name rather than dropped.
+UNSUPPORTED_CHAT_FIELDS = ("audio", "prediction", "web_search_options", "functions", "function_call")
 
 
 def _is_number(value: Any) -> bool:
@@ -51,8 +61,156 @@ def message_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+                       if isinstance(p, dict) and p.get("type") in TEXT_PART_TYPES
+                       and isinstance(p.get("text"), str))
     return ""
+
+
+def _media_parts(messages: list) -> list[str]:
+    """Paths of content parts that are not text (images, audio, files): only a remote takes them."""
+    found = []
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, list):
+            found += [f"messages[{i}].content[{j}] ({part.get('type')})"
+                      for j, part in enumerate(content) if part.get("type") not in TEXT_PART_TYPES]
+    return found
+
+
+def _tool_calls(calls: Any, where: str) -> list[dict]:
+    if not isinstance(calls, list):
+        raise bad_request(f"'{where}' must be an array", "invalid_messages")
+    out = []
+    for k, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise bad_request(f"'{where}[{k}].function.name' must be a string", "invalid_messages")
+        arguments = fn.get("arguments", "{}")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        out.append({"id": str(call.get("id") or f"call_{k}"), "type": "function",
+                    "function": {"name": fn["name"], "arguments": arguments}})
+    return out
+
+
+def runner_messages(messages: list) -> list[dict]:
+    """Chat messages as the runner's template gets them: text content, tool calls and results
+    intact; `developer` is the system role under another name."""
+    out = []
+    for i, m in enumerate(messages):
+        role = "system" if m["role"] == "developer" else m["role"]
+        message: dict[str, Any] = {"role": role, "content": message_text(m.get("content"))}
+        if m.get("tool_calls"):
+            message["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
+        if role == "tool":
+            message["tool_call_id"] = str(m.get("tool_call_id") or "")
+        if isinstance(m.get("name"), str):
+            message["name"] = m["name"]
+        out.append(message)
+    return out
+
+
+def check_tools(tools: Any, where: str = "tools") -> list[dict]:
+    """OpenAI function tools, checked; the same shape comes back with `parameters` filled in."""
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise bad_request(f"'{where}' must be an array", "invalid_tools")
+    out, seen = [], set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            kind = tool.get("type") if isinstance(tool, dict) else None
+            raise bad_request(f"'{where}[{i}].type' {kind!r} is not supported (only 'function' tools)",
+                              "unsupported_tool_type")
+        fn = tool.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not TOOL_NAME.match(fn["name"]):
+            raise bad_request(f"'{where}[{i}].function.name' must be a name of letters, digits, "
+                              "'_', '-', '.' or ':'", "invalid_tools")
+        if fn["name"] in seen:
+            raise bad_request(f"'{where}[{i}].function.name' {fn['name']!r} is given twice", "invalid_tools")
+        seen.add(fn["name"])
+        parameters = fn.get("parameters")
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}}
+        if not isinstance(parameters, dict):
+            raise bad_request(f"'{where}[{i}].function.parameters' must be a JSON schema object",
+                              "invalid_tools")
+        entry = {"name": fn["name"], "parameters": parameters}
+        if isinstance(fn.get("description"), str):
+            entry["description"] = fn["description"]
+        out.append({"type": "function", "function": entry})
+    return out
+
+
+def check_tool_choice(choice: Any, tools: list[dict], where: str = "tool_choice"):
+    if choice is None:
+        return "auto"
+    if choice in ("auto", "none", "required"):
+        if choice == "required" and not tools:
+            raise bad_request(f"'{where}' is 'required' but no tools are given", "invalid_tool_choice")
+        return choice
+    name = None
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else choice.get("name")
+    if not isinstance(name, str):
+        raise bad_request(f"'{where}' must be 'auto', 'none', 'required' or "
+                          "{\"type\": \"function\", \"function\": {\"name\": ...}}", "invalid_tool_choice")
+    if name not in {t["function"]["name"] for t in tools}:
+        raise bad_request(f"'{where}' names the function {name!r}, which is not in 'tools'",
+                          "invalid_tool_choice")
+    return {"type": "function", "function": {"name": name}}
+
+
+def forced_call_schema(tools: list[dict], choice) -> dict | None:
+    """The JSON schema a forced tool call must follow ({"name", "arguments"}), or None."""
+    if choice == "required":
+        chosen = tools
+    elif isinstance(choice, dict):
+        chosen = [t for t in tools if t["function"]["name"] == choice["function"]["name"]]
+    else:
+        return None
+    options = [{"type": "object",
+                "properties": {"name": {"const": t["function"]["name"]},
+                               "arguments": t["function"]["parameters"]},
+                "required": ["name", "arguments"]} for t in chosen]
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def response_format_schema(fmt: Any, where: str = "response_format") -> dict | None:
+    """The JSON schema that `response_format` asks the output to follow, or None for text."""
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema":
+        spec = fmt.get("json_schema", fmt)  # Responses puts the schema beside the type
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise bad_request(f"'{where}.json_schema.schema' must be a JSON schema object",
+                              "invalid_response_format")
+        return schema
+    raise bad_request(f"'{where}.type' must be 'text', 'json_object' or 'json_schema'",
+                      "invalid_response_format")
+
+
+def _logprob_params(body: dict, params: dict) -> None:
+    logprobs, top = body.get("logprobs"), body.get("top_logprobs")
+    if logprobs is None and top is None:
+        return
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise bad_request("'logprobs' must be a boolean", "invalid_logprobs")
+    if top is not None and (not _is_int(top) or not 0 <= top <= MAX_TOP_LOGPROBS):
+        raise bad_request(f"'top_logprobs' must be an integer from 0 to {MAX_TOP_LOGPROBS}",
+                          "invalid_top_logprobs")
+    if top and not logprobs:
+        raise bad_request("'top_logprobs' needs 'logprobs': true", "invalid_top_logprobs")
+    if logprobs:
+        params["logprobs"] = True
+        params["top_logprobs"] = top or 0
 
 
 def _sampling_params(body: dict) -> dict:
@@ -113,15 +271,45 @@ def _check_common(body: Any) -> None:
         raise bad_request("'model' must be a string", "invalid_model")
 
 
-def chat_command(body: Any) -> dict:
-    _check_common(body)
-    _check_messages(body.get("messages"))
-    messages = [{"role": m["role"], "content": message_text(m.get("content"))}
-                for m in body["messages"]]
-    return {"kind": "chat", "messages": messages, "params": _sampling_params(body)}
+def _refuse_unsupported(body: dict, names: tuple[str, ...], field_names: dict | None) -> None:
+    for name in names:
+        if body.get(name) is not None:
+            shown = (field_names or {}).get(name, name)
+            raise bad_request(f"'{shown}' is not supported by this server", "unsupported_parameter")
 
 
-def completion_command(body: Any) -> dict:
+def chat_call(chat: Any, *, api: str = "chat", path: str = "/v1/chat/completions",
+              body: dict | None = None, field_names: dict | None = None,
+              options: dict | None = None) -> Call:
+    """A chat-completions body (as sent, or converted from another API) -> the shared Call."""
+    _check_common(chat)
+    _check_messages(chat.get("messages"))
+    _refuse_unsupported(chat, UNSUPPORTED_CHAT_FIELDS, field_names)
+    params = _sampling_params(chat)
+    _logprob_params(chat, params)
+    tools = check_tools(chat.get("tools"), (field_names or {}).get("tools", "tools"))
+    choice = check_tool_choice(chat.get("tool_choice"), tools,
+                               (field_names or {}).get("tool_choice", "tool_choice"))
+    parallel = chat.get("parallel_tool_calls", True)
+    if not isinstance(parallel, bool):
+        raise bad_request("'parallel_tool_calls' must be a boolean", "invalid_parallel_tool_calls")
+    schema = forced_call_schema(tools, choice) if tools else None
+    if schema is None:
+        schema = response_format_schema(chat.get("response_format"),
+                                        (field_names or {}).get("response_format", "response_format"))
+    if schema is not None:
+        params["json_schema"] = schema
+    command: dict[str, Any] = {"kind": "chat", "messages": runner_messages(chat["messages"]),
+                               "params": params}
+    if tools and choice != "none":
+        command["tools"] = tools
+    return Call(api=api, path=path, body=chat if body is None else body, chat=chat, command=command,
+                stream=bool(chat.get("stream")), tools=tools, tool_choice=choice,
+                parallel_tool_calls=parallel, remote_only=_media_parts(chat["messages"]),
+                field_names=field_names or {}, options=options or {})
+
+
+def completion_call(body: Any, path: str = "/v1/completions") -> Call:
     _check_common(body)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
@@ -129,7 +317,18 @@ def completion_command(body: Any) -> dict:
     if not isinstance(prompt, str):
         raise bad_request("'prompt' must be a string (batched prompts are not supported)",
                           "invalid_prompt")
-    return {"kind": "completion", "prompt": prompt, "params": _sampling_params(body)}
+    for name, allowed in (("echo", (None, False)), ("suffix", (None, "")), ("best_of", (None, 1))):
+        if body.get(name) not in allowed:
+            raise bad_request(f"'{name}' is not supported by this server", "unsupported_parameter")
+    params = _sampling_params(body)
+    logprobs = body.get("logprobs")
+    if logprobs is not None:
+        if not _is_int(logprobs) or not 0 <= logprobs <= 5:
+            raise bad_request("'logprobs' must be an integer from 0 to 5", "invalid_logprobs")
+        params["logprobs"], params["top_logprobs"] = True, logprobs
+    command = {"kind": "completion", "prompt": prompt, "params": params}
+    return Call(api="completions", path=path, body=body, chat=body, command=command,
+                stream=bool(body.get("stream")))
 
 
 def wants_usage_in_stream(body: dict) -> bool:

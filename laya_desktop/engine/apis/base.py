@@ -1,0 +1,46 @@
+"""What every API adapter provides to the shared serving path (engine/serving.py).
+
+An adapter is a plain object with:
+- `name`: the request log's `api` ("chat", "completions", "responses", "messages", "embeddings");
+- `parse(body, headers) -> Call`: check the body (a 400 `ApiError` naming the field) and build
+  the call: the chat-completions view the rules see, the runner command, the stream flag;
+- `error_response(error, headers) -> Response`: an `ApiError` in this API's own error shape;
+- `stream(call, outputs, meta)`: async iterator of the SSE bytes for a stream of `Output`s; it
+  ends with the API's own terminal events, also when the outputs end in `Failed`;
+- `collect(call, result, meta) -> dict`: the non-streamed answer from a `Collected` (never
+  called with a failure: serving answers those through `error_response`).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Protocol
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from laya_desktop.engine.calls import Call
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.outputs import Collected, Output
+
+
+@dataclass
+class Meta:
+    """Facts about the answer that every writer puts in it."""
+    model: str                      # the model that answers
+    engine: Any = None              # the Engine (the Responses store lives there)
+    created: int = field(default_factory=lambda: int(time.time()))
+    hex_id: str = field(default_factory=lambda: uuid.uuid4().hex[:24])
+
+
+class Api(Protocol):
+    name: str
+
+    def parse(self, body: Any, headers: Headers) -> Call: ...
+
+    def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response: ...
+
+    def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]: ...
+
+    def collect(self, call: Call, result: Collected, meta: Meta) -> dict: ...
