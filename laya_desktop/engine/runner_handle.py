@@ -50,6 +50,7 @@ def runner_spec(model: ModelConfig, resolved_path: str) -> dict:
         "n_threads": model.n_threads,
         "kv_cache_type": model.kv_cache_type,
         "chat_format": model.chat_format,
+        "embedding": model.embedding,
     }
 
 

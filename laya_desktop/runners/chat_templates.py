@@ -1,15 +1,18 @@
-"""Chat messages -> prompt text, by the GGUF's own template or a default for its architecture.
+"""Chat messages (and tools) -> prompt text, by the GGUF's own template or a default format.
 
 Order of choice: the spec's `chat_format` (a llama-cpp-python chat format name), then the GGUF's
 `tokenizer.chat_template` (rendered with Jinja2 like llama-cpp-python does), then a default by
-architecture: Gemma's turn format for gemma*, ChatML otherwise.
+architecture: Gemma's turn format for gemma*, ChatML otherwise. A Jinja template that reads
+`tools` renders tools and tool calls itself; every other format gets them as text (tool_prompt).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
 from laya_desktop.runners.protocol import BadRequest, message_text
+from laya_desktop.runners.tool_prompt import for_template, inline_tools, template_knows_tools
 
 
 @dataclass
@@ -19,17 +22,54 @@ class ChatPrompt:
     add_special: bool = True     # False when the text already carries BOS
 
 
-Formatter = Callable[[list[dict]], ChatPrompt]
+Formatter = Callable[..., ChatPrompt]    # (messages) or, for a template with tools, (messages, tools)
+
+
+@dataclass
+class ChatFormat:
+    name: str                   # reported in the runner's info as chat_format
+    formatter: Formatter
+    native_tools: bool = False  # the template renders `tools` itself
+    tool_role: bool = False     # without native tools: the format has a `tool` turn
+
+    def render(self, messages: list[dict], tools: list[dict] | None = None) -> ChatPrompt:
+        if self.native_tools:
+            return self.formatter(for_template(messages), tools)
+        return self.formatter(inline_tools(messages, tools, self.tool_role))
 
 
 def normalize_messages(messages) -> list[dict]:
+    """Content flattened to text; tool_calls, tool_call_id and name kept for the template."""
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages must be a non-empty list")
     out = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise BadRequest(f"messages[{i}] needs a string 'role'")
-        out.append({**m, "content": message_text(m.get("content"))})
+        message = {**m, "content": message_text(m.get("content"))}
+        if m.get("tool_calls"):
+            message["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
+        else:
+            message.pop("tool_calls", None)
+        out.append(message)
+    return out
+
+
+def _tool_calls(calls, path: str) -> list[dict]:
+    if not isinstance(calls, list):
+        raise BadRequest(f"{path} must be a list")
+    out = []
+    for j, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise BadRequest(f"{path}[{j}] needs function.name")
+        arguments = fn.get("arguments")
+        if arguments is None:
+            arguments = "{}"
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        out.append({"id": str(call.get("id") or f"call_{j}"), "type": "function",
+                    "function": {"name": fn["name"], "arguments": arguments}})
     return out
 
 
@@ -98,24 +138,24 @@ def _jinja_format(template: str, bos: str, eos: str) -> Formatter:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     formatter = Jinja2ChatFormatter(template=template, bos_token=bos, eos_token=eos)
 
-    def render(messages: list[dict]) -> ChatPrompt:
+    def render(messages: list[dict], tools: list[dict] | None = None) -> ChatPrompt:
         try:
-            resp = formatter(messages=messages)
+            resp = formatter(messages=messages, tools=tools)
         except Exception as exc:  # the template's raise_exception, or a template bug
             raise BadRequest(f"chat template: {exc}") from None
         return ChatPrompt(resp.prompt, stop=[], add_special=not resp.added_special)
     return render
 
 
-def select_formatter(chat_format: str | None, template: str | None, architecture: str,
-                     bos: str, eos: str) -> tuple[str, Formatter]:
-    """(name reported in the runner's info, formatter)."""
+def select_format(chat_format: str | None, template: str | None, architecture: str,
+                  bos: str, eos: str) -> ChatFormat:
     if chat_format:
         if chat_format in _OWN_FORMATS:
-            return chat_format, _OWN_FORMATS[chat_format]
-        return chat_format, _llama_cpp_python_format(chat_format)
+            return ChatFormat(chat_format, _OWN_FORMATS[chat_format], tool_role=chat_format == "chatml")
+        return ChatFormat(chat_format, _llama_cpp_python_format(chat_format))
     if template:
-        return "gguf", _jinja_format(template, bos, eos)
+        return ChatFormat("gguf", _jinja_format(template, bos, eos),
+                          native_tools=template_knows_tools(template))
     if architecture.startswith("gemma"):
-        return "gemma", format_gemma
-    return "chatml", format_chatml
+        return ChatFormat("gemma", format_gemma)
+    return ChatFormat("chatml", format_chatml, tool_role=True)

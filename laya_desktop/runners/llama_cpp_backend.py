@@ -22,7 +22,9 @@ import numpy as np
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, plan_batch
 from laya_desktop.runners.builtin import resolve_model_path
-from laya_desktop.runners.chat_templates import normalize_messages, select_formatter
+from laya_desktop.runners.chat_templates import normalize_messages, select_format
+from laya_desktop.runners.llama_sampling import logprob_entry, make_sampler
+from laya_desktop.runners.tool_prompt import check_tools
 
 # ggml type and bytes per element of each KV cache type (q8_0: 34 bytes per 32; q4_0: 18 per 32).
 KV_CACHE_TYPES = {"f16": (L.GGML_TYPE_F16, 2.0), "q8_0": (L.GGML_TYPE_Q8_0, 34 / 32),
@@ -123,7 +125,7 @@ class LlamaCppBackend:
         cparams = L.llama_context_default_params()
         cparams.n_ctx = self.n_ctx * self.parallel
         cparams.n_seq_max = self.parallel
-        self.n_batch = max(N_BATCH, self.parallel)
+        self.n_batch = self._batch_size()
         cparams.n_batch = cparams.n_ubatch = self.n_batch
         cparams.n_threads = cparams.n_threads_batch = self.n_threads
         cparams.type_k = cparams.type_v = ggml_type
@@ -135,6 +137,7 @@ class LlamaCppBackend:
         cparams.kv_unified = True
         cparams.swa_full = True   # SWA layers keep the full context: prefix reuse stays possible
         cparams.no_perf = True
+        self._configure_context(cparams)
         self.ctx = L.llama_init_from_model(self.model, cparams)
         if not self.ctx:
             raise RuntimeError(self._failure(f"cannot create a context for {self.path} "
@@ -151,15 +154,22 @@ class LlamaCppBackend:
 
         bos, eos = L.llama_vocab_bos(self.vocab), L.llama_vocab_eos(self.vocab)
         template = L.llama_model_chat_template(self.model, None)
-        self.chat_format, self._format = select_formatter(
+        self._chat = select_format(
             spec.get("chat_format"), template.decode("utf-8", "replace") if template else None,
             self.architecture, self._token_text(bos), self._token_text(eos))
+        self.chat_format = self._chat.name
         self.kv_bytes_per_token = self._kv_bytes_per_token()
 
         self.slots = [Slot(seq_id=i) for i in range(self.parallel)]
         self.waiting: collections.deque[Request] = collections.deque()
         self._rate: collections.deque[tuple[float, int, float]] = collections.deque()
         self._totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+
+    def _batch_size(self) -> int:
+        return max(N_BATCH, self.parallel)
+
+    def _configure_context(self, cparams) -> None:
+        """Hook for a subclass (the embedding backend) to change the context's parameters."""
 
     # --- model facts -----------------------------------------------------------------------------
 
@@ -197,7 +207,9 @@ class LlamaCppBackend:
                 "kv_capacity_tokens": self.n_ctx * self.parallel, "chat_format": self.chat_format,
                 "n_threads": self.n_threads, "n_batch": self.n_batch,
                 "model_size_bytes": L.llama_model_size(self.model),
-                "n_params": L.llama_model_n_params(self.model)}
+                "n_params": L.llama_model_n_params(self.model),
+                "tool_template": self._chat.native_tools, "embedding": False,
+                "n_embd": L.llama_model_n_embd(self.model)}
 
     # --- text <-> tokens -------------------------------------------------------------------------
 
@@ -224,11 +236,16 @@ class LlamaCppBackend:
 
     def submit(self, cmd: dict) -> list[dict]:
         req_id = str(cmd.get("id"))
+        if cmd.get("kind") == "embedding":
+            return [P.error(req_id, "bad_request", "embeddings: this model is a text model; "
+                            "an embedding model needs embedding: true in models.yaml")]
         try:
             params = P.parse_params(cmd.get("params"))
             prompt, stops = self._prompt(cmd)
         except P.BadRequest as exc:
             return [P.error(req_id, "bad_request", str(exc))]
+        if cmd.get("count_only"):
+            return [P.done(req_id, "count", len(prompt), 0)]
         if len(prompt) > self.n_ctx:
             return [P.error(req_id, "context_length_exceeded",
                             f"the prompt has {len(prompt)} tokens, more than this model's context "
@@ -236,13 +253,19 @@ class LlamaCppBackend:
         bad = [t for t in params.logit_bias if not 0 <= t < self.n_vocab]
         if bad:
             return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
+        try:   # built now, so that a schema llama.cpp cannot compile is refused at once
+            sampler = make_sampler(params, self.vocab, self.n_vocab)
+        except P.BadRequest as exc:
+            return [P.error(req_id, "bad_request", str(exc))]
         max_tokens = params.max_tokens or self.n_ctx
-        self.waiting.append(Request(req_id, prompt, params, TextStream(stops + params.stop), max_tokens))
+        self.waiting.append(Request(req_id, prompt, params, TextStream(stops + params.stop),
+                                    max_tokens, sampler))
         return []
 
     def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
         if cmd.get("kind") == "chat":
-            chat = self._format(normalize_messages(cmd.get("messages")))
+            chat = self._chat.render(normalize_messages(cmd.get("messages")),
+                                     check_tools(cmd.get("tools")))
             prompt, stops = self.tokenize(chat.text, chat.add_special), chat.stop
         else:
             text = cmd.get("prompt")
@@ -264,6 +287,7 @@ class LlamaCppBackend:
         for req in self.waiting:
             if req.id == req_id:
                 self.waiting.remove(req)
+                self._release(req)
                 return [self._done_event(req, "cancelled")]
         for slot in self.slots:
             if slot.request is not None and slot.request.id == req_id:
@@ -294,7 +318,7 @@ class LlamaCppBackend:
             r.n_done += take
         events = []
         for r, idx in outputs:
-            events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx)))
+            events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx), idx))
         self._record_rate(len(decoding), time.perf_counter() - t0)
         return events
 
@@ -344,24 +368,31 @@ class LlamaCppBackend:
                 keep = 0
             del slot.tokens[keep:]
             req.slot, req.n_done, req.cached_tokens = slot, keep, keep
-            req.sampler = self._make_sampler(req.params)
             slot.request, slot.last_used = req, time.monotonic()
 
-    def _sampled(self, r: Request, tok: int) -> list[dict]:
-        r.completion_tokens += 1
+    def _sampled(self, r: Request, tok: int, idx: int) -> list[dict]:
+        """Events for a sampled token. An end-of-generation token is neither text nor a
+        completion token (as on MLX); with logprobs every other token gets a token event, its
+        text empty while held back, so each completion token has its logprobs entry."""
         if L.llama_vocab_is_eog(self.vocab, tok):
-            return self._flush(r) + [self._finish(r, "stop")]
+            return self._text(r, r.stream.flush(), None) + [self._finish(r, "stop")]
+        r.completion_tokens += 1
+        entry = None
+        if r.params.logprobs:
+            entry = logprob_entry(L.llama_get_logits_ith(self.ctx, idx), self.n_vocab, tok,
+                                  r.params.top_logprobs, self.piece)
         text = r.stream.push(self.piece(tok))
-        events = [P.token(r.id, text)] if text else []
         if r.stream.stopped:
-            return events + [self._finish(r, "stop")]
+            return self._text(r, text, entry) + [self._finish(r, "stop")]
         if r.completion_tokens >= r.max_tokens or len(r.prompt) + r.completion_tokens >= self.n_ctx:
-            return events + self._flush(r) + [self._finish(r, "length")]
+            return self._text(r, text + r.stream.flush(), entry) + [self._finish(r, "length")]
         r.next_token = tok
-        return events
+        return self._text(r, text, entry)
 
-    def _flush(self, r: Request) -> list[dict]:
-        text = r.stream.flush()
+    @staticmethod
+    def _text(r: Request, text: str, entry: dict | None) -> list[dict]:
+        if entry is not None:
+            return [P.token(r.id, text, [entry])]
         return [P.token(r.id, text)] if text else []
 
     def _finish(self, r: Request, reason: str) -> dict:
@@ -396,31 +427,6 @@ class LlamaCppBackend:
             events.append(P.error(r.id, code, message))
         return events
 
-    def _make_sampler(self, p: P.SamplingParams):
-        chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
-        add = lambda s: L.llama_sampler_chain_add(chain, s)  # noqa: E731
-        if p.logit_bias:
-            arr = (L.llama_logit_bias * len(p.logit_bias))(
-                *[L.llama_logit_bias(t, b) for t, b in p.logit_bias.items()])
-            add(L.llama_sampler_init_logit_bias(self.n_vocab, len(p.logit_bias), arr))
-        repeat = p.repeat_penalty if p.repeat_penalty > 0 else 1.0
-        if repeat != 1.0 or p.frequency_penalty or p.presence_penalty:
-            add(L.llama_sampler_init_penalties(self.n_vocab, 64, repeat, p.frequency_penalty,
-                                               p.presence_penalty))
-        if p.temperature <= 0:
-            add(L.llama_sampler_init_greedy())
-            return chain
-        if p.top_k > 0:
-            add(L.llama_sampler_init_top_k(p.top_k))
-        if p.top_p < 1.0:
-            add(L.llama_sampler_init_top_p(p.top_p, 1))
-        if p.min_p > 0.0:
-            add(L.llama_sampler_init_min_p(p.min_p, 1))
-        add(L.llama_sampler_init_temp(p.temperature))
-        seed = L.LLAMA_DEFAULT_SEED if p.seed is None else p.seed & 0xFFFFFFFF
-        add(L.llama_sampler_init_dist(seed))
-        return chain
-
     # --- stats -----------------------------------------------------------------------------------
 
     def _record_rate(self, n_tokens: int, seconds: float) -> None:
@@ -450,9 +456,10 @@ class LlamaCppBackend:
 
     def close(self) -> None:
         for slot in self.slots if hasattr(self, "slots") else []:
-            if slot.request is not None and slot.request.sampler is not None:
-                L.llama_sampler_free(slot.request.sampler)
-                slot.request.sampler = None
+            if slot.request is not None:
+                self._release(slot.request)
+        for req in getattr(self, "waiting", ()):
+            self._release(req)
         if self.batch is not None:
             L.llama_batch_free(self.batch)
             self.batch = None

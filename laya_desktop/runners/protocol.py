@@ -1,9 +1,10 @@
 """JSON-lines messages between the engine and a runner process (see docs/ARCHITECTURE.md).
 
 Commands (engine -> runner, on stdin): generate, cancel, stats, shutdown.
-Events (runner -> engine, on the protocol fd): ready, load_failed, token, done, error, stats.
-A cancelled request ends with a `done` event whose finish_reason is "cancelled" (the engine has
-usually stopped listening by then; it tells a waiting caller that the slot is free).
+Events (runner -> engine, on the protocol fd): ready, load_failed, token, done, embeddings, error,
+stats. A cancelled request ends with a `done` event whose finish_reason is "cancelled" (the engine
+has usually stopped listening by then; it tells a waiting caller that the slot is free); a
+`count_only` generate ends at once with finish_reason "count".
 """
 from __future__ import annotations
 
@@ -45,8 +46,16 @@ def load_failed(message: str) -> dict:
     return {"event": "load_failed", "message": message}
 
 
-def token(req_id: str, text: str) -> dict:
-    return {"event": "token", "id": req_id, "text": text}
+def token(req_id: str, text: str, logprobs: list[dict] | None = None) -> dict:
+    event = {"event": "token", "id": req_id, "text": text}
+    if logprobs is not None:
+        event["logprobs"] = logprobs
+    return event
+
+
+def embeddings(req_id: str, data: list[list[float]], prompt_tokens: int) -> dict:
+    return {"event": "embeddings", "id": req_id, "data": data,
+            "usage": {"prompt_tokens": prompt_tokens}}
 
 
 def done(req_id: str, finish_reason: str, prompt_tokens: int, completion_tokens: int,
@@ -80,6 +89,12 @@ class SamplingParams:
     presence_penalty: float = 0.0
     repeat_penalty: float = 1.0
     logit_bias: dict[int, float] = field(default_factory=dict)
+    logprobs: bool = False
+    top_logprobs: int = 0
+    json_schema: dict | None = None        # the output must be JSON valid against it
+
+
+MAX_TOP_LOGPROBS = 20
 
 
 def _number(params: dict, key: str, default: float, lo: float, hi: float) -> float:
@@ -127,6 +142,17 @@ def parse_params(params: dict | None) -> SamplingParams:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BadRequest(f"logit_bias[{key}] must be a number")
         logit_bias[token_id] = max(-100.0, min(100.0, float(value)))
+    logprobs = params.get("logprobs") or False
+    if not isinstance(logprobs, bool):
+        raise BadRequest(f"logprobs must be true or false, got {logprobs!r}")
+    top_logprobs = _integer(params, "top_logprobs", 0, 0)
+    if top_logprobs > MAX_TOP_LOGPROBS:
+        raise BadRequest(f"top_logprobs must be between 0 and {MAX_TOP_LOGPROBS}, got {top_logprobs}")
+    if top_logprobs and not logprobs:
+        raise BadRequest("top_logprobs needs logprobs: true")
+    schema = params.get("json_schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise BadRequest("response_format: the JSON schema must be an object")
     return SamplingParams(
         max_tokens=_integer(params, "max_tokens", None, 1),
         temperature=_number(params, "temperature", 0.8, 0.0, 100.0),
@@ -139,6 +165,9 @@ def parse_params(params: dict | None) -> SamplingParams:
         presence_penalty=_number(params, "presence_penalty", 0.0, -2.0, 2.0),
         repeat_penalty=_number(params, "repeat_penalty", 1.0, 0.0, 100.0),
         logit_bias=logit_bias,
+        logprobs=logprobs,
+        top_logprobs=int(top_logprobs),
+        json_schema=schema,
     )
 
 

@@ -71,6 +71,9 @@ def _read_stdin(commands: queue.Queue) -> None:
 
 
 def make_backend(kind: str, spec: dict):
+    if kind == "llama_cpp" and spec.get("embedding"):
+        from laya_desktop.runners.llama_embedding import LlamaEmbeddingBackend
+        return LlamaEmbeddingBackend(spec)
     if kind == "llama_cpp":
         from laya_desktop.runners.llama_cpp_backend import LlamaCppBackend
         return LlamaCppBackend(spec)
