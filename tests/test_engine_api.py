@@ -407,7 +407,7 @@ def test_remote_that_breaks_off_mid_stream_ends_in_an_error_event(tiny_gguf, tmp
 
 
 def test_oversized_bodies_are_413_with_or_without_a_length(engine):
-    from laya_desktop.engine.openai_api import MAX_BODY_BYTES
+    from laya_desktop.engine.serving import MAX_BODY_BYTES
     big = b'{"prompt": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}'
 
     def chunks():

@@ -219,7 +219,8 @@ MODELS = {
                    "kv_bytes": 120 * 18432, "requests_active": 2, "requests_queued": 1, "tokens_per_s": 55.5},
     'we"ird\\name\n': {"state": "stopped"},
 }
-COUNTERS = {"requests": {("gemma-270m", 200): 40, ("gemma-270m", 503): 2, ("", 404): 1},
+COUNTERS = {"requests": {("chat", "gemma-270m", 200): 40, ("messages", "gemma-270m", 503): 2,
+                         ("chat", "", 404): 1},
             "events": {"model_loaded": 1, "emergency_unload": 1}}
 
 
@@ -239,9 +240,9 @@ def test_metrics_parse_and_carry_values():
     assert fams["laya_model_tokens_per_second"].samples[0].value == 55.5
     reqs = fams["laya_requests"]
     assert reqs.type == "counter"
-    by_label = {(s.labels["model"], s.labels["status"]): s.value for s in reqs.samples
+    by_label = {(s.labels["api"], s.labels["model"], s.labels["status"]): s.value for s in reqs.samples
                 if s.name == "laya_requests_total"}
-    assert by_label[("gemma-270m", "503")] == 2 and by_label[("", "404")] == 1
+    assert by_label[("messages", "gemma-270m", "503")] == 2 and by_label[("chat", "", "404")] == 1
     events = {s.labels["kind"]: s.value for s in fams["laya_events"].samples if s.name == "laya_events_total"}
     assert events == {"model_loaded": 1, "emergency_unload": 1}
     for name in ("laya_ram_used_bytes", "laya_swap_used_bytes", "laya_model_rss_bytes",

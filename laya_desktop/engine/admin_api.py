@@ -10,7 +10,7 @@ from laya_desktop.engine import errors
 from laya_desktop.engine.core import ConfigRefused
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.model_manager import LoadRefused
-from laya_desktop.engine.openai_api import read_json
+from laya_desktop.engine.serving import read_json
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.routing.request import extract
 from laya_desktop.routing.router import explanation_json

@@ -12,7 +12,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from laya_desktop.engine import admin_api, openai_api, telemetry_api
+from laya_desktop.engine import admin_api, serving, telemetry_api
+from laya_desktop.engine.apis.chat import CHAT, COMPLETIONS
+from laya_desktop.engine.apis.embeddings import EMBEDDINGS
 from laya_desktop.engine.core import Engine
 from laya_desktop.engine.errors import ApiError
 
@@ -58,6 +60,24 @@ async def _unexpected(request: Request, exc: Exception):
                                    "code": "internal_error", "param": None}}, status_code=500)
 
 
+def _agent_api_routes() -> list[Route]:
+    """The Responses and Messages adapters, once their modules are there."""
+    routes = []
+    try:
+        from laya_desktop.engine.apis.responses import RESPONSES
+        routes.append(Route("/v1/responses", serving.endpoint(RESPONSES), methods=["POST"]))
+    except ImportError:
+        pass
+    try:
+        from laya_desktop.engine.apis.messages import MESSAGES
+        routes.append(Route("/v1/messages", serving.endpoint(MESSAGES), methods=["POST"]))
+        routes.append(Route("/v1/messages/count_tokens", serving.count_endpoint(MESSAGES),
+                            methods=["POST"]))
+    except ImportError:
+        pass
+    return routes
+
+
 def create_app(engine: Engine) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -69,9 +89,11 @@ def create_app(engine: Engine) -> Starlette:
 
     routes = [
         Route("/healthz", admin_api.healthz, methods=["GET"]),
-        Route("/v1/chat/completions", openai_api.chat_completions, methods=["POST"]),
-        Route("/v1/completions", openai_api.completions, methods=["POST"]),
-        Route("/v1/models", openai_api.list_models, methods=["GET"]),
+        Route("/v1/chat/completions", serving.endpoint(CHAT), methods=["POST"]),
+        Route("/v1/completions", serving.endpoint(COMPLETIONS), methods=["POST"]),
+        Route("/v1/embeddings", serving.endpoint(EMBEDDINGS), methods=["POST"]),
+        Route("/v1/models", serving.list_models, methods=["GET"]),
+        Route("/v1/models/{name:path}", serving.get_model, methods=["GET"]),
         Route("/admin/config", admin_api.get_config, methods=["GET"]),
         Route("/admin/config", admin_api.put_config, methods=["PUT"]),
         Route("/admin/route/explain", admin_api.explain_route, methods=["POST"]),
@@ -81,6 +103,7 @@ def create_app(engine: Engine) -> Starlette:
         Route("/admin/events", admin_api.events, methods=["GET"]),
         Route("/admin/requests", admin_api.requests_log, methods=["GET"]),
     ]
+    routes += _agent_api_routes()
     routes += telemetry_api.routes()
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,

@@ -46,7 +46,7 @@ class Engine:
         self._apply_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._config_stamp = self._stamp()
-        self.request_counts: dict[tuple[str, int], int] = {}
+        self.request_counts: dict[tuple[str, str, int], int] = {}  # (api, model, status) -> n
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -124,6 +124,6 @@ class Engine:
 
     # -- request log -------------------------------------------------------------------------
     def record_request(self, fields: dict) -> None:
-        key = (fields.get("model") or "", int(fields.get("status") or 0))
+        key = (fields.get("api") or "", fields.get("model") or "", int(fields.get("status") or 0))
         self.request_counts[key] = self.request_counts.get(key, 0) + 1
         self.requests.record(**fields)

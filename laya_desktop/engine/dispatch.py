@@ -12,10 +12,12 @@ import uuid
 from dataclasses import dataclass, field
 
 from laya_desktop.engine import errors
+from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.local_outputs import local_outputs
 from laya_desktop.engine.model_manager import LoadRefused, ModelManager, ServedModel
 from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
-from laya_desktop.engine.remote import RemoteError, RemoteStream, open_remote
+from laya_desktop.engine.remote import RemoteError, RemoteStream, TranslatedStream, open_remote
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
 
 # Errors that a runner reports at once and that no other model would answer differently.
@@ -42,11 +44,15 @@ class LocalGeneration:
     done_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
     finished: bool = False
+    passthrough = False
+
+    def outputs(self, call: Call):
+        return local_outputs(self.events(), call)
 
     async def events(self):
         event = self.first
         while True:
-            if event.get("event") in ("done", "error"):
+            if event.get("event") in ("done", "error", "embeddings"):
                 self.done_at = time.monotonic()
                 self.finished = True
                 yield event
@@ -70,7 +76,21 @@ class LocalGeneration:
             self.served.touch()
 
 
-async def _start_local(manager: ModelManager, served: ServedModel, command: dict,
+def check_local(call: Call, served: ServedModel) -> None:
+    """What a local model cannot take is refused by name (400), never dropped."""
+    if call.remote_only:
+        raise errors.bad_request(f"'{call.remote_only[0]}' is not supported by the local model "
+                                 f"'{served.name}' (text only)", "unsupported_content")
+    embedding = served.config.embedding
+    if embedding and call.api != "embeddings":
+        raise errors.bad_request(f"model '{served.name}' serves embeddings only (/v1/embeddings)",
+                                 "model_not_supported")
+    if not embedding and call.api == "embeddings":
+        raise errors.bad_request(f"model '{served.name}' does not serve embeddings (mark a GGUF "
+                                 "model with 'embedding: true')", "model_not_supported")
+
+
+async def start_local(manager: ModelManager, served: ServedModel, command: dict,
                        timeout_s: float) -> LocalGeneration:
     started = time.monotonic()
     while True:
@@ -114,9 +134,10 @@ async def _start_local(manager: ModelManager, served: ServedModel, command: dict
     return gen
 
 
-async def start_generation(manager: ModelManager, candidates: list[str], command: dict,
-                           body: dict, path: str, timeout_s: float, remote_client):
-    """Returns (generation, attempts); raises the last candidate's ApiError if none could serve."""
+async def start_generation(manager: ModelManager, candidates: list[str], call: Call,
+                           timeout_s: float, remote_client, client_headers=None):
+    """The first candidate's generation that starts; raises the last candidate's ApiError if none
+    could serve. Client errors (400) are raised at once: no other model would answer otherwise."""
     attempts: list[Attempt] = []
     for name in candidates:
         served = manager.get(name)
@@ -125,9 +146,10 @@ async def start_generation(manager: ModelManager, candidates: list[str], command
             continue
         try:
             if served.is_local:
-                gen = await _start_local(manager, served, command, timeout_s)
+                check_local(call, served)
+                gen = await start_local(manager, served, call.command, timeout_s)
             else:
-                gen = await open_remote(remote_client, served, body, path)
+                gen = await open_remote(remote_client, served, call, client_headers)
             gen.attempts = attempts
             return gen
         except QueueFull:
@@ -147,4 +169,4 @@ async def start_generation(manager: ModelManager, candidates: list[str], command
     raise last
 
 
-__all__ = ["start_generation", "LocalGeneration", "RemoteStream", "Attempt"]
+__all__ = ["start_generation", "LocalGeneration", "RemoteStream", "TranslatedStream", "Attempt"]

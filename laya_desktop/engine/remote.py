@@ -1,7 +1,9 @@
-"""Remote OpenAI-compatible targets: requests pass through a pooled async HTTP client.
+"""Remote targets (`openai`, `anthropic`): requests go out through a pooled async HTTP client.
 
-Bodies and answers pass through unchanged (tool calls and all) except `model`, which becomes the
-remote's name, and Laya's own `tags` field, which stays here.
+A request in an API the remote speaks passes through unchanged (tool calls and all) except
+`model`, which becomes the remote's name, and Laya's own `tags` field, which stays here. Any other
+request is translated: its chat-completions view goes to an `openai` remote's chat endpoint, or
+is converted to Messages for an `anthropic` one, and the answer comes back as shared outputs.
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.calls import Call
+from laya_desktop.engine.errors import ApiError, bad_request
+from laya_desktop.engine.outputs import Failed
 
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 300.0
@@ -37,6 +41,28 @@ def remote_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + suffix
 
 
+def api_root(model) -> str:
+    """The remote's /v1 root: OpenAI base URLs carry it, Anthropic's (as its SDK takes them) don't."""
+    root = model.base_url.rstrip("/")
+    if model.backend == "anthropic" and not root.endswith("/v1"):
+        root += "/v1"
+    return root
+
+
+def speaks_natively(model, api: str) -> bool:
+    if model.backend == "anthropic":
+        return api == "messages"
+    return api in ("chat", "completions", "embeddings") or (api == "responses" and model.responses)
+
+
+def _openai_headers(model) -> dict:
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get(model.api_key_env) if model.api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
 @dataclass
 class RemoteStream:
     served: object
@@ -54,6 +80,32 @@ class RemoteStream:
             yield chunk
         self.usage = _find_usage(tail)
 
+    passthrough = True
+
+    async def close(self) -> None:
+        await self.response.aclose()
+        self.served.touch()
+
+
+@dataclass
+class TranslatedStream:
+    """A remote answer in another API than the client's, read as shared outputs."""
+    served: object
+    response: httpx.Response
+    source: object                 # async iterator of outputs, from remote_openai / remote_anthropic
+    started: float
+    first_event_at: float
+    stream: bool
+    attempts: list = field(default_factory=list)
+    passthrough = False
+
+    async def outputs(self, call: Call):
+        try:
+            async for out in self.source:
+                yield out
+        except httpx.HTTPError as exc:
+            yield Failed("remote_error", f"remote model '{self.served.name}' broke off: {exc!r}", 502)
+
     async def close(self) -> None:
         await self.response.aclose()
         self.served.touch()
@@ -66,26 +118,63 @@ def _find_usage(tail: bytes) -> dict | None:
         if not line.startswith("{"):
             continue
         try:
-            usage = json.loads(line).get("usage")
+            data = json.loads(line)
         except json.JSONDecodeError:
             continue
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if usage is None and isinstance(data, dict) and isinstance(data.get("response"), dict):
+            usage = data["response"].get("usage")   # Responses: response.completed
         if isinstance(usage, dict):
-            return usage
+            # Anthropic and Responses count input/output tokens; chat counts prompt/completion
+            return {"prompt_tokens": usage.get("prompt_tokens", usage.get("input_tokens")),
+                    "completion_tokens": usage.get("completion_tokens", usage.get("output_tokens"))}
     return None
 
 
-async def open_remote(client: httpx.AsyncClient, served, body: dict, path: str) -> RemoteStream:
+async def open_remote(client: httpx.AsyncClient, served, call: Call, client_headers=None):
+    """A RemoteStream to relay as it comes, or a TranslatedStream of outputs."""
     model = served.config
-    payload = {k: v for k, v in body.items() if k not in LAYA_FIELDS}
-    payload["model"] = model.effective_remote_model
-    headers = {"Content-Type": "application/json"}
-    if model.api_key_env:
-        key = os.environ.get(model.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+    remote_name = model.effective_remote_model
+    if model.backend == "anthropic":
+        from laya_desktop.engine import remote_anthropic
+        headers = {"Content-Type": "application/json",
+                   **remote_anthropic.auth_headers(model, client_headers or {})}
+    else:
+        headers = _openai_headers(model)
+    if speaks_natively(model, call.api):
+        payload = {k: v for k, v in call.body.items() if k not in LAYA_FIELDS}
+        payload["model"] = remote_name
+        started = time.monotonic()
+        response = await _send(client, served, remote_url(api_root(model), call.path), payload, headers)
+        return RemoteStream(served, response, started, time.monotonic(), call.stream)
+    if model.backend == "anthropic":
+        if call.api not in ("chat", "responses"):
+            raise bad_request(f"model '{model.name}' (anthropic) cannot serve {call.path}",
+                              "model_not_supported")
+        from laya_desktop.engine import remote_anthropic
+        payload = remote_anthropic.messages_body(call.chat, remote_name)
+        payload["stream"] = call.stream
+        url = remote_url(api_root(model), "/v1/messages")
+        read = remote_anthropic.outputs
+    else:
+        from laya_desktop.engine import remote_openai
+        payload = {k: v for k, v in call.chat.items() if k not in LAYA_FIELDS}
+        payload["model"] = remote_name
+        payload["stream"] = call.stream
+        if call.stream:
+            payload["stream_options"] = {"include_usage": True}
+        url = remote_url(api_root(model), "/v1/chat/completions")
+        read = remote_openai.chat_outputs
     started = time.monotonic()
-    request = client.build_request("POST", remote_url(model.base_url, path), json=payload,
-                                   headers=headers)
+    response = await _send(client, served, url, payload, headers)
+    return TranslatedStream(served, response, read(response, call.stream), started,
+                            time.monotonic(), call.stream)
+
+
+async def _send(client: httpx.AsyncClient, served, url: str, payload: dict,
+                headers: dict) -> httpx.Response:
+    model = served.config
+    request = client.build_request("POST", url, json=payload, headers=headers)
     served.touch()
     try:
         response = await client.send(request, stream=True)
@@ -102,4 +191,4 @@ async def open_remote(client: httpx.AsyncClient, served, body: dict, path: str) 
         if response.status_code in (408, 429) or response.status_code >= 500:
             raise RemoteError(error)
         raise error
-    return RemoteStream(served, response, started, time.monotonic(), bool(body.get("stream")))
+    return response

@@ -5,7 +5,7 @@ Inputs (anything missing is left out, never reported as 0):
 - `models`: {name: {"loaded", "rss", "kv_used_tokens", "kv_capacity_tokens", "kv_bytes",
   "requests_active", "requests_queued", "tokens_per_s"}}; the aliases "rss_bytes", "active",
   "queued", "tokens_per_second" and "state" ("ready"/"busy" count as loaded) are accepted too.
-- `counters`: {"requests": {(model, status): n}, "events": {kind: n}} — running totals.
+- `counters`: {"requests": {(api, model, status): n}, "events": {kind: n}} — running totals.
 """
 from __future__ import annotations
 
@@ -110,8 +110,9 @@ def render_metrics(latest_sample: dict | None, models: dict, counters: dict) -> 
                  [({"model": model}, pick(info or {})) for model, info in sorted(models.items())])
 
     requests = sorted((counters.get("requests") or {}).items(), key=lambda kv: tuple(map(str, kv[0])))
-    w.family("laya_requests_total", "counter", "Requests answered, by model and HTTP status.",
-             [({"model": model or "", "status": status}, n) for (model, status), n in requests])
+    w.family("laya_requests_total", "counter", "Requests answered, by API, model and HTTP status.",
+             [({"api": api, "model": model or "", "status": status}, n)
+              for (api, model, status), n in requests])
     events = counters.get("events") or {}
     w.family("laya_events_total", "counter", "Engine events (loads, unloads, refusals, crashes) by kind.",
              [({"kind": kind}, n) for kind, n in sorted(events.items())])

@@ -1,0 +1,155 @@
+"""OpenAI chat completions and (legacy) completions: their bodies in, their chunks and objects out."""
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, Response
+
+from laya_desktop.engine.apis.base import Meta
+from laya_desktop.engine.calls import Call
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.outputs import Collected, Failed, Finished, Output, TextDelta, ToolCall, Usage
+from laya_desktop.engine.request_body import chat_call, completion_call, wants_usage_in_stream
+from laya_desktop.engine.sse import DONE, sse
+
+
+def openai_error_response(error: ApiError, headers: dict[str, str] | None = None) -> Response:
+    return error.response(headers)
+
+
+def openai_usage(usage: Usage) -> dict:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}
+
+
+def failure_payload(failed: Failed) -> dict:
+    return {"error": {"message": failed.message, "type": "server_error", "code": failed.code,
+                      "param": None}}
+
+
+def _tool_call_json(call: ToolCall, index: int | None = None) -> dict:
+    entry = {"id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}}
+    if index is not None:
+        entry = {"index": index, **entry}
+    return entry
+
+
+def chat_logprobs(entries: list[dict] | None) -> dict | None:
+    if entries is None:
+        return None
+    return {"content": [{"token": e["token"], "logprob": e["logprob"], "bytes": e.get("bytes"),
+                         "top_logprobs": [{"token": t["token"], "logprob": t["logprob"],
+                                           "bytes": t.get("bytes")} for t in e.get("top_logprobs", [])]}
+                        for e in entries], "refusal": None}
+
+
+def completion_logprobs(entries: list[dict] | None, text_start: int = 0) -> dict | None:
+    """The legacy completions shape: parallel lists, top_logprobs as {token: logprob}."""
+    if entries is None:
+        return None
+    offsets, at = [], text_start
+    for e in entries:
+        offsets.append(at)
+        at += len(e["token"])
+    return {"tokens": [e["token"] for e in entries],
+            "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in e.get("top_logprobs", [])}
+                             for e in entries],
+            "text_offset": offsets}
+
+
+class ChatApi:
+    name = "chat"
+    object_name = "chat.completion"
+
+    def parse(self, body: Any, headers: Headers) -> Call:
+        return chat_call(body)
+
+    def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
+        return openai_error_response(error, headers)
+
+    async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
+        cid = "chatcmpl-" + meta.hex_id
+        wants_logprobs = bool(call.command["params"].get("logprobs"))
+
+        def chunk(delta: dict, finish: str | None = None, logprobs: dict | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+            return sse({"id": cid, "object": "chat.completion.chunk", "created": meta.created,
+                        "model": meta.model, "choices": [choice]})
+
+        yield chunk({"role": "assistant", "content": ""})
+        n_calls = 0
+        async for out in outputs:
+            if isinstance(out, TextDelta):
+                if out.text or (wants_logprobs and out.logprobs):
+                    yield chunk({"content": out.text},
+                                logprobs=chat_logprobs(out.logprobs) if wants_logprobs else None)
+            elif isinstance(out, ToolCall):
+                yield chunk({"tool_calls": [_tool_call_json(out, n_calls)]})
+                n_calls += 1
+            elif isinstance(out, Finished):
+                yield chunk({}, out.finish_reason)
+                if wants_usage_in_stream(call.body):
+                    yield sse({"id": cid, "object": "chat.completion.chunk", "created": meta.created,
+                               "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
+            elif isinstance(out, Failed):
+                yield sse(failure_payload(out))
+        yield DONE
+
+    def collect(self, call: Call, result: Collected, meta: Meta) -> dict:
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": result.text if result.text or not result.tool_calls else None}
+        if result.tool_calls:
+            message["tool_calls"] = [_tool_call_json(c) for c in result.tool_calls]
+        choice = {"index": 0, "message": message, "logprobs": chat_logprobs(result.logprobs),
+                  "finish_reason": result.finish_reason}
+        return {"id": "chatcmpl-" + meta.hex_id, "object": "chat.completion", "created": meta.created,
+                "model": meta.model, "choices": [choice], "usage": openai_usage(result.usage)}
+
+
+class CompletionsApi:
+    name = "completions"
+
+    def parse(self, body: Any, headers: Headers) -> Call:
+        return completion_call(body)
+
+    def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
+        return openai_error_response(error, headers)
+
+    async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
+        cid = "cmpl-" + meta.hex_id
+        wants_logprobs = bool(call.command["params"].get("logprobs"))
+        at = 0
+
+        def chunk(text: str, finish: str | None = None, logprobs: dict | None = None) -> bytes:
+            choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}
+            return sse({"id": cid, "object": "text_completion", "created": meta.created,
+                        "model": meta.model, "choices": [choice]})
+
+        async for out in outputs:
+            if isinstance(out, TextDelta):
+                if out.text or (wants_logprobs and out.logprobs):
+                    yield chunk(out.text, logprobs=completion_logprobs(out.logprobs, at)
+                                if wants_logprobs else None)
+                    at += len(out.text)
+            elif isinstance(out, Finished):
+                yield chunk("", out.finish_reason)
+                if wants_usage_in_stream(call.body):
+                    yield sse({"id": cid, "object": "text_completion", "created": meta.created,
+                               "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
+            elif isinstance(out, Failed):
+                yield sse(failure_payload(out))
+        yield DONE
+
+    def collect(self, call: Call, result: Collected, meta: Meta) -> dict:
+        choice = {"index": 0, "text": result.text, "logprobs": completion_logprobs(result.logprobs),
+                  "finish_reason": result.finish_reason}
+        return {"id": "cmpl-" + meta.hex_id, "object": "text_completion", "created": meta.created,
+                "model": meta.model, "choices": [choice], "usage": openai_usage(result.usage)}
+
+
+CHAT = ChatApi()
+COMPLETIONS = CompletionsApi()

@@ -1,0 +1,328 @@
+"""The one generation path every API shares: body -> Call -> route -> model -> outputs -> writer.
+
+An API adapter (engine/apis/) parses its body into a `Call` and writes the shared outputs in its
+own format; everything between — reading the body, routing, the `X-Laya-*` headers, fallbacks,
+queues and loads, a client leaving, the request log — happens here once.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import AsyncIterator
+
+import anyio
+import httpx
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from laya_desktop.engine import errors
+from laya_desktop.engine.apis.base import Api, Meta
+from laya_desktop.engine.calls import Call
+from laya_desktop.engine.dispatch import LocalGeneration, check_local, start_generation, start_local
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, Output
+from laya_desktop.engine.remote import open_remote
+from laya_desktop.engine.runner_handle import RunnerError
+from laya_desktop.engine.sse import DONE, DisconnectAwareStreamingResponse, sse
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, f"request body over {MAX_BODY_BYTES} bytes", "invalid_request_error",
+                    "request_too_large")
+
+
+async def read_json(request: Request):
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise _too_large()
+    raw = bytearray()
+    async for chunk in request.stream():  # a chunked body has no length: stop at the limit
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise _too_large()
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}", "invalid_json") from None
+
+
+class RequestRecord:
+    """What the request log keeps of one request, filled in as it goes."""
+
+    def __init__(self, path: str, api: str):
+        self.fields = {"path": path, "api": api, "rule": None, "model": None, "fallback_from": None,
+                       "status": None, "prompt_tokens": None, "completion_tokens": None,
+                       "cached_tokens": None, "ttft_ms": None, "duration_ms": None}
+        self.started = time.monotonic()
+        self.generation = None
+
+    def note_usage(self, usage) -> None:
+        self.fields["prompt_tokens"] = usage.prompt_tokens
+        self.fields["completion_tokens"] = usage.completion_tokens
+        self.fields["cached_tokens"] = usage.cached_tokens
+
+    def finish(self, engine, status: int) -> None:
+        ended = time.monotonic()
+        self.fields["status"] = status
+        self.fields["duration_ms"] = round((ended - self.started) * 1000, 1)
+        if isinstance(self.generation, LocalGeneration):
+            self.fields["engine_ms"] = self.generation.engine_overhead_ms(self.started, ended)
+        engine.record_request(self.fields)
+
+
+class Routed:
+    """A call and where the rules sent it, with the headers every routed answer carries."""
+
+    def __init__(self, engine, call: Call, request: Request, record: RequestRecord):
+        started = time.perf_counter_ns()
+        decision = engine.router.decide_body(call.path, call.chat, request.headers.get("x-laya-tags"))
+        route_us = (time.perf_counter_ns() - started) / 1000
+        if decision is None:
+            raise errors.model_not_found(call.chat.get("model"))
+        self.decision = decision
+        self.rule = decision.rule if decision.rule is not None else "direct"
+        record.fields["rule"] = self.rule
+        self.headers = {"X-Laya-Route": self.rule, "X-Laya-Route-Us": f"{route_us:.1f}"}
+
+    @property
+    def candidates(self) -> list[str]:
+        return [self.decision.target, *self.decision.fallbacks]
+
+    def served_by(self, name: str, record: RequestRecord) -> None:
+        self.headers["X-Laya-Model"] = name
+        record.fields["model"] = name
+        if name != self.decision.target:
+            self.headers["X-Laya-Fallback-From"] = self.decision.target
+            record.fields["fallback_from"] = self.decision.target
+
+
+def endpoint(api: Api):
+    async def handle(request: Request) -> Response:
+        return await serve(request, api)
+    handle.__name__ = f"serve_{api.name}"
+    return handle
+
+
+async def serve(request: Request, api: Api) -> Response:
+    engine = request.app.state.engine
+    record = RequestRecord(request.url.path, api.name)
+    routed = None
+    try:
+        body = await read_json(request)
+        call = api.parse(body, request.headers)
+        call.path = request.url.path
+        routed = Routed(engine, call, request, record)
+        gen = await unless_client_leaves(request, lambda: start_generation(
+            engine.models, routed.candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
+            engine.remote, request.headers))
+    except ApiError as exc:
+        record.finish(engine, exc.status)
+        return api.error_response(exc, routed.headers if routed else None)
+    if gen is None:  # the client went away while the request waited for a slot or a load
+        record.finish(engine, 499)
+        return Response(status_code=499)
+    record.generation = gen
+    routed.served_by(gen.served.name, record)
+    record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
+    if gen.passthrough:
+        return _relay(engine, gen, routed.headers, record)
+    meta = Meta(model=gen.served.name, engine=engine)
+    if call.stream:
+        return DisconnectAwareStreamingResponse(
+            _stream(engine, api, call, gen, meta, record), media_type="text/event-stream",
+            headers={**routed.headers, "Cache-Control": "no-cache"})
+    return await _collect(request, engine, api, call, gen, meta, routed.headers, record)
+
+
+async def unless_client_leaves(request: Request, start):
+    """`await start()` (queue wait, model load, first event), given up as soon as the client
+    disconnects, so a gone client does not keep its place in the queue. None when it left."""
+    outcome: dict = {}
+
+    async def watch(cancel_scope) -> None:
+        # The body has been read: all that can still arrive is the disconnect.
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch, tg.cancel_scope)
+        try:
+            outcome["result"] = await start()
+        except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
+            outcome["error"] = exc
+        tg.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: list[int]):
+    """The outputs, passed on; their usage and failure go into the request log."""
+    async for out in outputs:
+        if isinstance(out, (Finished, Embedded)):
+            record.note_usage(out.usage)
+        elif isinstance(out, Failed):
+            status[0] = out.status
+        yield out
+
+
+async def _stream(engine, api: Api, call: Call, gen, meta: Meta, record: RequestRecord):
+    status = [200]
+    try:
+        async for chunk in api.stream(call, _noted(gen.outputs(call), record, status), meta):
+            yield chunk
+    except BaseException:
+        status[0] = 499  # the client went away
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gen.close()
+            record.finish(engine, status[0])
+
+
+async def _collect(request: Request, engine, api: Api, call: Call, gen, meta: Meta,
+                   headers: dict, record: RequestRecord) -> Response:
+    result = Collected()
+    finished = False
+
+    async def collect():
+        nonlocal finished
+        async for out in gen.outputs(call):
+            result.add(out)
+        finished = True
+
+    async def watch_disconnect(cancel_scope):
+        while not await request.is_disconnected():
+            await anyio.sleep(0.25)
+        cancel_scope.cancel()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect, tg.cancel_scope)
+            await collect()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gen.close()
+    if not finished:
+        record.finish(engine, 499)
+        return Response(status_code=499)
+    record.note_usage(result.usage)
+    if result.failure is not None:
+        failure = result.failure
+        record.finish(engine, failure.status)
+        extra = {"Retry-After": "2"} if failure.status == 503 else {}
+        error = ApiError(failure.status, failure.message,
+                         "server_error" if failure.status >= 500 else "invalid_request_error",
+                         failure.code)
+        return api.error_response(error, {**headers, **extra})
+    record.finish(engine, 200)
+    return JSONResponse(api.collect(call, result, meta), headers=headers)
+
+
+def _relay(engine, gen, headers: dict, record: RequestRecord) -> Response:
+    """A remote's answer in the client's own API, passed through as it comes."""
+    status = gen.response.status_code
+
+    async def body():
+        nonlocal status
+        try:
+            async for chunk in gen.raw():
+                yield chunk
+        except httpx.HTTPError as exc:
+            # The remote broke off mid-answer: a stream still ends in OpenAI's error shape.
+            status = 502
+            if gen.stream:
+                yield b"\n\n" + sse({"error": {
+                    "message": f"remote model '{gen.served.name}' broke off: {exc!r}",
+                    "type": "server_error", "code": "remote_error", "param": None}}) + DONE
+        finally:
+            with anyio.CancelScope(shield=True):
+                await gen.close()
+                usage = gen.usage or {}
+                record.fields["prompt_tokens"] = usage.get("prompt_tokens")
+                record.fields["completion_tokens"] = usage.get("completion_tokens")
+                record.finish(engine, status)
+
+    media_type = gen.response.headers.get("content-type", "application/json")
+    return DisconnectAwareStreamingResponse(body(), status_code=gen.response.status_code,
+                                            media_type=media_type, headers=headers)
+
+
+async def list_models(request: Request) -> Response:
+    engine = request.app.state.engine
+    created = int(engine.started_at)
+    data = [{"id": "auto", "object": "model", "created": created, "owned_by": "laya"}]
+    data += [_model_json(m, created) for m in engine.config.models]
+    return JSONResponse({"object": "list", "data": data})
+
+
+def _model_json(model, created: int) -> dict:
+    entry = {"id": model.name, "object": "model", "created": created, "owned_by": "laya",
+             "backend": model.backend}
+    if model.is_local:
+        entry["context_length"] = model.n_ctx
+    return entry
+
+
+async def get_model(request: Request) -> Response:
+    engine = request.app.state.engine
+    name = request.path_params["name"]
+    created = int(engine.started_at)
+    if name == "auto":
+        return JSONResponse({"id": "auto", "object": "model", "created": created, "owned_by": "laya"})
+    model = engine.config.model(name)
+    if model is None:
+        return ApiError(404, f"The model '{name}' does not exist", "invalid_request_error",
+                        "model_not_found").response()
+    return JSONResponse(_model_json(model, created))
+
+
+def count_endpoint(api):
+    """Token counting (Anthropic's /v1/messages/count_tokens): the routed model's own tokenizer
+    and template count the prompt, tools included; an anthropic remote counts for itself."""
+    async def handle(request: Request) -> Response:
+        engine = request.app.state.engine
+        record = RequestRecord(request.url.path, api.name)
+        routed = None
+        try:
+            body = await read_json(request)
+            call = api.parse_count(body, request.headers)
+            call.path = request.url.path
+            routed = Routed(engine, call, request, record)
+            served = engine.models.get(routed.decision.target)
+            if served is None:
+                raise errors.model_not_found(routed.decision.target)
+            routed.served_by(served.name, record)
+            if not served.is_local:
+                if served.config.backend != "anthropic":
+                    raise errors.bad_request(f"model '{served.name}' ({served.config.backend}) "
+                                             "cannot count tokens", "model_not_supported")
+                gen = await open_remote(engine.remote, served, call, request.headers)
+                return _relay(engine, gen, routed.headers, record)
+            check_local(call, served)
+            command = {**call.command, "count_only": True}
+            gen = await unless_client_leaves(request, lambda: start_local(
+                engine.models, served, command, engine.config.scheduler.queue_timeout_ms / 1000))
+            if gen is None:
+                record.finish(engine, 499)
+                return Response(status_code=499)
+            gen.finished = True
+            await gen.close()
+            tokens = int((gen.first.get("usage") or {}).get("prompt_tokens") or 0)
+        except ApiError as exc:
+            record.finish(engine, exc.status)
+            return api.error_response(exc, routed.headers if routed else None)
+        except (LoadRefused, RunnerError) as exc:
+            error = errors.unavailable(str(exc), getattr(exc, "code", "load_refused"), retry_after=2)
+            record.finish(engine, 503)
+            return api.error_response(error, routed.headers if routed else None)
+        record.fields["prompt_tokens"] = tokens
+        record.finish(engine, 200)
+        return JSONResponse(api.count_response(tokens), headers=routed.headers)
+    handle.__name__ = f"count_{api.name}"
+    return handle
