@@ -41,6 +41,8 @@ def _add_engine_commands(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="laya", description="Laya Desktop: local model gateway")
     parser.add_argument("--version", "-V", action="version", version=_version_text())
+    parser.add_argument("--self-test", action="store_true",
+                        help="start the engine with the built-in model, answer one chat, open the window offscreen, exit")
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("gui", help="the desktop app (default)")
@@ -57,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(p)
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None)
+    p.add_argument("--log-dir", default=None, metavar="DIR",
+                   help="write engine.log and runners.log (rotated) into DIR instead of stderr")
 
     p = sub.add_parser("check", help="validate and lint models.yaml")
     _add_config(p)
@@ -109,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    if args.self_test:
+        from laya_desktop.self_test import run_self_test
+        return run_self_test(args)
     command = args.command or "gui"
     if command == "gui":
         if args.command is None:

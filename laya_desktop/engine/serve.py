@@ -22,8 +22,12 @@ def is_loopback(host: str) -> bool:
 
 
 def run_serve(args) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        stream=sys.stderr)
+    if getattr(args, "log_dir", None):
+        from laya_desktop.logfiles import log_to_folder
+        log_to_folder(args.log_dir)  # engine.log and runners.log, rotated
+    else:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # asyncio warns for every write to a socket whose client already left mid-stream; the
     # request's own cleanup handles that case, so the warnings are only noise.
     logging.getLogger("asyncio").setLevel(logging.ERROR)

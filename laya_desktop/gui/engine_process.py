@@ -3,6 +3,9 @@
 The child gets its own session so that a last-resort kill can take the whole process group (the
 engine and any runner it started) and so a terminal's Ctrl-C reaches only the GUI, which then stops
 the engine in order: SIGTERM (the engine stops its runners), a bounded wait, then SIGKILL.
+
+The engine writes its logs into the user's log folder (laya_desktop/logfiles.py); what it prints
+outside logging goes to engine-stderr.log there, which each start rotates.
 """
 from __future__ import annotations
 
@@ -10,16 +13,16 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.logfiles import ENGINE_STDERR_LOG, rotate_by_run, user_log_dir
 
 
 def engine_command(config_path: str | os.PathLike, host: str | None = None,
-                   port: int | None = None) -> list[str]:
+                   port: int | None = None, log_dir: str | os.PathLike | None = None) -> list[str]:
     if getattr(sys, "frozen", False):
         cmd = [sys.executable, "serve"]  # the one frozen executable dispatches by subcommand
     else:
@@ -29,19 +32,22 @@ def engine_command(config_path: str | os.PathLike, host: str | None = None,
         cmd += ["--host", host]
     if port:
         cmd += ["--port", str(port)]
+    if log_dir:
+        cmd += ["--log-dir", str(log_dir)]
     return cmd
 
 
 class EngineProcess:
     """Starts, watches and stops one engine child. Thread-safe: start/stop may run in workers."""
 
-    def __init__(self, config_path: str | os.PathLike, host: str, port: int) -> None:
+    def __init__(self, config_path: str | os.PathLike, host: str, port: int,
+                 log_dir: str | os.PathLike | None = None) -> None:
         self.config_path = Path(config_path)
         self.host, self.port = host, port
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
-        self._log_dir = tempfile.mkdtemp(prefix="laya-gui-engine-")
-        self.log_path = Path(self._log_dir) / "engine.log"
+        self.log_dir = Path(log_dir) if log_dir else user_log_dir()
+        self.log_path = self.log_dir / ENGINE_STDERR_LOG
 
     @property
     def pid(self) -> int | None:
@@ -56,10 +62,12 @@ class EngineProcess:
         with self._lock:
             if self.running():
                 return self._proc.pid  # type: ignore[union-attr]
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            rotate_by_run(self.log_path)
             log = open(self.log_path, "ab")
             try:
                 self._proc = subprocess.Popen(
-                    engine_command(self.config_path, self.host, self.port),
+                    engine_command(self.config_path, self.host, self.port, self.log_dir),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True)
             finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +13,11 @@ import pytest
 import yaml
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The app under test keeps its user config, settings and engine logs here, not in the real home.
+_HOME = Path(tempfile.mkdtemp(prefix="laya-gui-tests-"))
+os.environ["XDG_CONFIG_HOME"] = str(_HOME / "config")
+os.environ["XDG_STATE_HOME"] = str(_HOME / "state")
+os.environ.pop("LAYA_LANG", None)
 TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # gguf_factory and engine_harness live in tests/
