@@ -15,6 +15,7 @@ from laya_desktop.config.validate import validate_config
 from laya_desktop.engine.memory_guard import MemoryGuard
 from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.remote import make_client
+from laya_desktop.engine.response_store import ResponseStore
 from laya_desktop.engine.telemetry_service import TelemetryService
 from laya_desktop.routing.router import Router
 from laya_desktop.telemetry.events import EventLog, RequestLog
@@ -37,6 +38,7 @@ class Engine:
         self.router = Router(config)
         self.events = EventLog()
         self.requests = RequestLog()
+        self.responses = ResponseStore()  # the Responses API's previous_response_id
         self.models = ModelManager(config, self.events)
         self.remote = make_client()
         self.started_at = time.time()
