@@ -46,9 +46,10 @@ def _vocab() -> tuple[list[str], list[int]]:
 
 def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_embd: int = 64,
                     n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 2048, seed: int = 0,
-                    chat_template: str | None = None) -> Path:
+                    chat_template: str | None = None, pooling_type: int | None = None) -> Path:
     """Write the model to `path`. `n_vocab` pads the vocabulary with unused tokens when larger than
-    the built-in one (256 bytes + merges + specials)."""
+    the built-in one (256 bytes + merges + specials); `pooling_type` (a gguf.PoolingType) is the
+    embedding pooling the GGUF declares."""
     path = Path(path)
     tokens, types = _vocab()
     if n_vocab is not None:
@@ -89,6 +90,8 @@ def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_emb
     writer.add_add_bos_token(True)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
+    if pooling_type is not None:
+        writer.add_pooling_type(gguf.PoolingType(pooling_type))
 
     embd = weight(vocab_size, n_embd, scale=1.0)
     output = weight(vocab_size, n_embd, scale=8.0)

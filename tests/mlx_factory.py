@@ -32,7 +32,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def _write_tokenizer(folder: Path) -> tuple[int, int, int, list[int]]:
+def _write_tokenizer(folder: Path, chat_template: str) -> tuple[int, int, int, list[int]]:
     """Train a byte-level BPE on a few sentences; returns (vocab, bos_id, eos_id, ascii_ids)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -57,7 +57,7 @@ def _write_tokenizer(folder: Path) -> tuple[int, int, int, list[int]]:
         "add_bos_token": False,
         "model_max_length": 4096,
         "clean_up_tokenization_spaces": False,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": chat_template,
     }
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     (folder / "special_tokens_map.json").write_text(
@@ -77,7 +77,7 @@ def _write_tokenizer(folder: Path) -> tuple[int, int, int, list[int]]:
     return vocab, tok.token_to_id(BOS), tok.token_to_id(EOS), ascii_ids
 
 
-def write_tiny_mlx_model(folder, seed: int = 0) -> Path:
+def write_tiny_mlx_model(folder, seed: int = 0, chat_template: str = CHAT_TEMPLATE) -> Path:
     """Write the model into `folder` (created if needed) and return its path."""
     import mlx.core as mx
     from mlx_lm.models import llama
@@ -85,7 +85,7 @@ def write_tiny_mlx_model(folder, seed: int = 0) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    vocab, bos_id, eos_id, ascii_ids = _write_tokenizer(folder)
+    vocab, bos_id, eos_id, ascii_ids = _write_tokenizer(folder, chat_template)
 
     config = {
         "model_type": "llama",

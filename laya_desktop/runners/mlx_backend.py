@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from laya_desktop.runners.batching import common_prefix_len
+from laya_desktop.runners.chat_templates import normalize_messages
+from laya_desktop.runners.tool_prompt import (check_tools, for_template, inline_tools,
+                                              template_knows_tools)
 
 DEFAULT_PREFILL_STEP = 512  # tokens per prefill chunk: the longest a step() may run on a prompt
 TPS_WINDOW_S = 5.0
@@ -79,16 +82,13 @@ def _stop_list(stop) -> list[str]:
     return [s for s in stop if isinstance(s, str) and s]
 
 
-def _message_text(content) -> str:
-    """OpenAI content: a string, null, or a list of parts of which the text ones count."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type", "text") == "text")
-    return str(content)
+def unsupported_params(params: dict) -> str | None:
+    """Why MLX cannot honour these params (the field named first), or None."""
+    if params.get("json_schema") is not None:
+        return "response_format/json_schema is not supported on MLX models"
+    if params.get("logprobs") or params.get("top_logprobs"):
+        return "logprobs is not supported on MLX models"
+    return None
 
 
 # --- model facts ----------------------------------------------------------------------------------
@@ -297,6 +297,8 @@ class MlxBackend:
         else:
             self._new_engine = lambda: _SequentialEngine(self._model, self._eos, prefill)
         self._engine = self._new_engine()
+        template = getattr(self._tokenizer, "chat_template", None)
+        self._native_tools = isinstance(template, str) and template_knows_tools(template)
         self._queue: collections.deque[_Request] = collections.deque()
         self._running: dict[int, _Request] = {}  # engine uid -> request
         self._ids: dict[str, _Request] = {}
@@ -315,22 +317,34 @@ class MlxBackend:
             "architecture": self._config.get("model_type", "unknown"),
             "batching": self._batching,
             "device": str(self._mx.default_device()),
+            "tool_template": self._native_tools,
+            "embedding": False,
+            "n_embd": int({**self._config, **self._config.get("text_config", {})}.get("hidden_size", 0)),
         }
 
     def submit(self, cmd: dict) -> list[dict]:
         req_id = cmd.get("id")
         if not isinstance(req_id, str) or req_id in self._ids:
             return [_error(req_id, "bad_request", "generate needs a new string id")]
+        if cmd.get("kind") == "embedding":
+            return [_error(req_id, "bad_request", "embeddings are not supported on MLX models")]
+        params = cmd.get("params") or {}
+        refused = unsupported_params(params) if isinstance(params, dict) else None
+        if refused:
+            return [_error(req_id, "bad_request", refused)]
         try:
             prompt = self._tokenize(cmd)
         except Exception as exc:  # a template or tokenizer error is the request's fault
             return [_error(req_id, "bad_request", f"cannot build the prompt: {exc}")]
         if not prompt:
             return [_error(req_id, "bad_request", "the prompt is empty")]
+        if cmd.get("count_only"):
+            return [{"event": "done", "id": req_id, "finish_reason": "count",
+                     "usage": {"prompt_tokens": len(prompt), "completion_tokens": 0,
+                               "cached_tokens": 0}}]
         if len(prompt) > self._n_ctx:
             return [_error(req_id, "context_length_exceeded",
                            f"the prompt has {len(prompt)} tokens, more than n_ctx {self._n_ctx}")]
-        params = cmd.get("params") or {}
         try:
             req = self._make_request(req_id, prompt, params)
         except (TypeError, ValueError) as exc:
@@ -398,10 +412,12 @@ class MlxBackend:
     def _tokenize(self, cmd: dict) -> list[int]:
         tok = self._tokenizer
         if cmd.get("kind") == "chat":
-            messages = [{**m, "content": _message_text(m.get("content"))}
-                        for m in cmd.get("messages") or []]
-            if not messages:
-                raise ValueError("no messages")
+            messages = normalize_messages(cmd.get("messages"))
+            tools = check_tools(cmd.get("tools"))
+            if self._native_tools:
+                return list(tok.apply_chat_template(for_template(messages), tools=tools,
+                                                    add_generation_prompt=True))
+            messages = inline_tools(messages, tools, tool_role=False)
             if tok.has_chat_template:
                 return list(tok.apply_chat_template(messages, add_generation_prompt=True))
             text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
