@@ -152,7 +152,7 @@ def _user_turn(content: list, where: str) -> tuple[list[dict], list[str]]:
 
     def flush():
         if parts:
-            out.append({"role": "user", "content": _user_content(parts)})
+            out.append({"role": "user", "content": _user_content(list(parts))})
             parts.clear()
 
     for j, block in enumerate(content):

@@ -1,0 +1,257 @@
+"""Anthropic Messages adapter: the body's conversion to the shared call, and its writer fed with
+lists of outputs (no engine). The end-to-end tests with the anthropic SDK are further down."""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import anthropic.types as at
+import pydantic
+import pytest
+from starlette.datastructures import Headers
+
+from laya_desktop.engine.apis.base import Meta
+from laya_desktop.engine.apis.messages import MESSAGES
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.outputs import Collected, Failed, Finished, TextDelta, ToolCall, Usage
+
+DATA = Path(__file__).parent / "data"
+NO_HEADERS = Headers({})
+WEATHER = {"name": "get_weather", "description": "Weather in a city",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                            "required": ["city"]}}
+
+
+def parse(**body):
+    body.setdefault("max_tokens", 100)
+    body.setdefault("messages", [{"role": "user", "content": "hi"}])
+    return MESSAGES.parse(body, NO_HEADERS)
+
+
+def refused(**body) -> str:
+    with pytest.raises(ApiError) as info:
+        parse(**body)
+    assert info.value.status == 400
+    return info.value.message
+
+
+# --- Claude Code's own requests ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["claude_code_request.json", "claude_code_tool_turn.json"])
+def test_claude_code_requests_are_accepted(name):
+    body = json.loads((DATA / name).read_text())
+    call = MESSAGES.parse(body, NO_HEADERS)
+    assert call.api == "messages" and call.stream and call.body is body
+    messages = call.command["messages"]
+    assert messages[0]["role"] == "system"
+    # the billing header is for Anthropic, not the model; the deferred placeholder stays out
+    assert "x-anthropic-billing-header" not in messages[0]["content"]
+    assert "DeferredToolPlaceholder" not in call.tool_names and "Bash" in call.tool_names
+    assert call.command["params"]["max_tokens"] == body["max_tokens"]
+    assert [m["role"] for m in messages[:3]] == ["system", "user", "system"]
+    assert "hi" in messages[1]["content"] or "hello.txt" in messages[1]["content"]
+
+
+def test_claude_code_tool_turn_keeps_the_call_and_its_result():
+    call = MESSAGES.parse(json.loads((DATA / "claude_code_tool_turn.json").read_text()), NO_HEADERS)
+    assistant, tool = call.command["messages"][-2:]
+    assert assistant["tool_calls"][0]["function"]["name"] == "Read"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"])["file_path"].endswith("hello.txt")
+    assert tool == {"role": "tool", "content": "1\tsecret-ish file content\n2\t",
+                    "tool_call_id": assistant["tool_calls"][0]["id"]}
+
+
+# --- body conversion -----------------------------------------------------------------------------
+
+def test_system_as_string_or_blocks():
+    assert parse(system="be brief").command["messages"][0] == {"role": "system", "content": "be brief"}
+    call = parse(system=[{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+                         {"type": "text", "text": "b"}])
+    assert call.command["messages"][0]["content"] == "a\n\nb"
+    assert "system[0]" in refused(system=[{"type": "image", "source": {}}])
+
+
+def test_blocks_become_chat_messages_in_order():
+    call = parse(messages=[
+        {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "xx"},
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1",
+             "content": [{"type": "text", "text": "rain"}]},
+            {"type": "text", "text": "and tomorrow?"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Oslo"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "no data", "is_error": True}]},
+    ], tools=[WEATHER])
+    roles = [(m["role"], m["content"]) for m in call.command["messages"]]
+    assert roles == [("user", "weather?"), ("assistant", "Let me look."), ("tool", "rain"),
+                     ("user", "and tomorrow?"), ("assistant", ""), ("tool", "Error: no data")]
+    first_call = call.command["messages"][1]["tool_calls"][0]
+    assert first_call == {"id": "toolu_1", "type": "function",
+                          "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    assert call.command["messages"][2]["tool_call_id"] == "toolu_1"
+    # tool results are not user text for the rules
+    assert call.chat["messages"][2]["role"] == "tool"
+
+
+def test_images_and_pdfs_are_remote_only_named_by_the_clients_path():
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
+    call = parse(messages=[{"role": "user", "content": [{"type": "text", "text": "see"}, image, pdf]}])
+    assert call.remote_only == ["messages[0].content[1] (image)", "messages[0].content[2] (document)"]
+    parts = call.chat["messages"][0]["content"]
+    assert parts[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    assert parts[2]["file"]["file_data"] == "data:application/pdf;base64,JVBE"
+
+
+def test_text_documents_reach_the_prompt():
+    doc = {"type": "document", "title": "Notes", "source": {"type": "text", "media_type": "text/plain",
+                                                            "data": "the sky is green"}}
+    call = parse(messages=[{"role": "user", "content": [doc, {"type": "text", "text": "colour?"}]}])
+    assert call.remote_only == []
+    assert call.command["messages"][0]["content"] == "Notes\n\nthe sky is green\ncolour?"
+
+
+def test_tools_and_tool_choice():
+    call = parse(tools=[WEATHER], tool_choice={"type": "any", "disable_parallel_tool_use": True})
+    assert call.tools == [{"type": "function", "function": {
+        "name": "get_weather", "parameters": WEATHER["input_schema"], "description": "Weather in a city"}}]
+    assert call.tool_choice == "required" and call.parallel_tool_calls is False
+    assert "json_schema" in call.command["params"]      # a forced call decodes under the schema
+    named = parse(tools=[WEATHER], tool_choice={"type": "tool", "name": "get_weather"})
+    assert named.tool_choice == {"type": "function", "function": {"name": "get_weather"}}
+    assert parse(tools=[WEATHER], tool_choice={"type": "none"}).command.get("tools") is None
+    assert parse(tools=[WEATHER], tool_choice={"type": "auto"}).tool_choice == "auto"
+    assert "nope" in refused(tools=[WEATHER], tool_choice={"type": "tool", "name": "nope"})
+
+
+@pytest.mark.parametrize("kind", ["web_search_20250305", "bash_20250124", "text_editor_20250728",
+                                  "code_execution_20250825"])
+def test_server_tools_are_refused_by_type(kind):
+    assert f"'tools[1].type' '{kind}'" in refused(tools=[WEATHER, {"type": kind, "name": "x"}])
+
+
+def test_refused_by_name():
+    assert "'max_tokens' is required" in refused(max_tokens=None)
+    assert "'container'" in refused(container="c")
+    assert "'mcp_servers'" in refused(mcp_servers=[])
+    assert "'temperature'" in refused(temperature=1.5)
+    assert "'tools[0].strict'" in refused(tools=[{**WEATHER, "strict": True}])
+    assert "'context_management.edits[0].type'" in refused(
+        context_management={"edits": [{"type": "clear_tool_uses_20250919"}]})
+    assert "'messages[0].content[0].type' 'server_tool_use'" in refused(
+        messages=[{"role": "user", "content": [{"type": "server_tool_use"}]}])
+    assert "'thinking.type'" in refused(thinking={"type": "sometimes"})
+
+
+def test_sampling_and_hints():
+    call = parse(temperature=0.5, top_p=0.9, top_k=20, stop_sequences=["END"], metadata={"user_id": "u"},
+                 thinking={"type": "enabled", "budget_tokens": 1024}, output_config={"effort": "low"},
+                 service_tier="auto", tags=["fast"], stream=True)
+    assert call.command["params"] == {"max_tokens": 100, "temperature": 0.5, "top_p": 0.9, "top_k": 20,
+                                      "stop": ["END"]}
+    assert call.chat["tags"] == ["fast"] and call.stream
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    structured = parse(output_config={"format": {"type": "json_schema", "schema": schema}})
+    assert structured.command["params"]["json_schema"] == schema
+
+
+def test_count_tokens_needs_no_max_tokens():
+    call = MESSAGES.parse_count({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                                 "tools": [WEATHER]}, NO_HEADERS)
+    assert call.tool_names == ["get_weather"] and "max_tokens" not in call.command["params"]
+    assert MESSAGES.count_response(12) == {"input_tokens": 12}
+
+
+# --- errors and writer ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status,kind", [(400, "invalid_request_error"), (401, "authentication_error"),
+                                         (404, "not_found_error"), (413, "request_too_large"),
+                                         (429, "rate_limit_error"), (500, "api_error"),
+                                         (502, "api_error"), (503, "overloaded_error"),
+                                         (529, "overloaded_error")])
+def test_error_shape(status, kind):
+    response = MESSAGES.error_response(ApiError(status, "boom", headers={"Retry-After": "1"}), {"X-Laya-Route": "r"})
+    assert response.status_code == status
+    assert json.loads(response.body) == {"type": "error", "error": {"type": kind, "message": "boom"}}
+    assert response.headers["retry-after"] == "1" and response.headers["x-laya-route"] == "r"
+
+
+def _events(outputs) -> list[tuple[str, dict]]:
+    async def run():
+        async def source():
+            for out in outputs:
+                yield out
+        return b"".join([chunk async for chunk in MESSAGES.stream(parse(), source(), Meta(model="m"))])
+    raw = asyncio.run(run()).decode()
+    events = []
+    for frame in raw.strip().split("\n\n"):
+        name_line, data_line = frame.split("\n")
+        assert name_line.startswith("event: ") and data_line.startswith("data: ")
+        payload = json.loads(data_line[6:])
+        assert payload["type"] == name_line[7:]
+        events.append((name_line[7:], payload))
+    return events
+
+
+STREAM_EVENT = pydantic.TypeAdapter(at.RawMessageStreamEvent)
+
+
+def test_stream_of_text_and_tool_use():
+    events = _events([TextDelta("Hel"), TextDelta("lo"), ToolCall("toolu_1", "get_weather", '{"city":"Oslo"}'),
+                      Finished("tool_calls", Usage(30, 7, 10))])
+    assert [name for name, _ in events] == [
+        "message_start", "ping", "content_block_start", "content_block_delta", "content_block_delta",
+        "content_block_stop", "content_block_start", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop"]
+    for name, payload in events:
+        if name != "ping":
+            STREAM_EVENT.validate_python(payload)
+    start = events[0][1]["message"]
+    assert start["id"].startswith("msg_") and start["role"] == "assistant" and start["model"] == "m"
+    assert events[6][1] == {"type": "content_block_start", "index": 1, "content_block": {
+        "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}
+    assert events[7][1]["delta"] == {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'}
+    delta = events[-2][1]
+    assert delta["delta"]["stop_reason"] == "tool_use"
+    assert delta["usage"] == {"input_tokens": 20, "cache_read_input_tokens": 10,
+                              "cache_creation_input_tokens": 0, "output_tokens": 7}
+
+
+@pytest.mark.parametrize("finish,reason", [("stop", "end_turn"), ("length", "max_tokens")])
+def test_stream_stop_reasons(finish, reason):
+    assert _events([TextDelta("x"), Finished(finish)])[-2][1]["delta"]["stop_reason"] == reason
+
+
+def test_empty_answer_still_has_a_text_block():
+    names = [name for name, _ in _events([Finished("stop")])]
+    assert names[2:5] == ["content_block_start", "content_block_stop", "message_delta"]
+
+
+def test_failure_mid_stream_is_an_error_event():
+    events = _events([TextDelta("par"), Failed("runner_crashed", "it crashed", 503)])
+    assert events[-1] == ("error", {"type": "error", "error": {"type": "overloaded_error",
+                                                               "message": "it crashed"}})
+    assert "message_stop" not in [name for name, _ in events]
+
+
+def test_collect():
+    result = Collected()
+    for out in (TextDelta("It is "), TextDelta("raining."), ToolCall("toolu_9", "get_weather", '{"city": "Oslo"}'),
+                Finished("tool_calls", Usage(12, 5))):
+        result.add(out)
+    message = MESSAGES.collect(parse(), result, Meta(model="m"))
+    at.Message.model_validate(message)
+    assert message["content"] == [{"type": "text", "text": "It is raining."},
+                                  {"type": "tool_use", "id": "toolu_9", "name": "get_weather",
+                                   "input": {"city": "Oslo"}}]
+    assert message["stop_reason"] == "tool_use" and message["usage"]["input_tokens"] == 12
+    plain = Collected()
+    plain.add(Finished("length", Usage(3, 100)))
+    assert MESSAGES.collect(parse(), plain, Meta(model="m"))["stop_reason"] == "max_tokens"
