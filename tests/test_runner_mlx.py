@@ -352,3 +352,69 @@ def test_an_mlx_failure_ends_the_requests_in_flight_not_the_backend(model_dir):
         assert done_of(run(b, chat("Hi", max_tokens=3))["r0"])["finish_reason"] == "length"
     finally:
         b.close()
+
+
+# --- agent requests: tools, refusals, count_only ---
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object",
+                                          "properties": {"city": {"type": "string"}}}}}
+TOOL_HISTORY = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+]
+TOOLS_TEMPLATE = (
+    "{{ bos_token }}{% if tools %}<|system|>tools:{% for t in tools %} {{ t.function.name }}"
+    "{% endfor %}</s>{% endif %}"
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}"
+    "{% for c in m.tool_calls or [] %}call {{ c.function.name }} {{ c.function.arguments | tojson }}"
+    "{% endfor %}{% if m.tool_call_id %} for {{ m.tool_call_id }}{% endif %}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def prompt_text(backend, cmd):
+    return backend._tokenizer.decode(backend._tokenize(cmd))
+
+
+def test_json_schema_logprobs_and_embeddings_are_refused_naming_the_field(backend):
+    cases = [(chat("Hi", json_schema={"type": "object"}), "response_format/json_schema"),
+             (chat("Hi", logprobs=True), "logprobs"),
+             (chat("Hi", logprobs=True, top_logprobs=2), "logprobs"),
+             ({"op": "generate", "kind": "embedding", "inputs": ["hi"]}, "embeddings")]
+    for i, (cmd, field) in enumerate(cases):
+        (event,) = backend.submit({**cmd, "id": f"x{i}"})
+        assert event["code"] == "bad_request" and event["message"].startswith(field), event
+        assert "not supported on MLX" in event["message"]
+    assert not backend.has_work()
+    info = backend.info()
+    assert info["tool_template"] is False and info["embedding"] is False and info["n_embd"] == 64
+
+
+def test_count_only_and_tools_as_text_without_template_support(backend):
+    plain = {**chat("Weather in Paris?"), "count_only": True}
+    with_tools = {**plain, "tools": [WEATHER]}
+    (a,) = backend.submit({**plain, "id": "c0"})
+    (b,) = backend.submit({**with_tools, "id": "c1"})
+    assert a["finish_reason"] == b["finish_reason"] == "count" and not backend.has_work()
+    assert b["usage"]["prompt_tokens"] > a["usage"]["prompt_tokens"]
+    text = prompt_text(backend, {"kind": "chat", "messages": TOOL_HISTORY, "tools": [WEATHER]})
+    assert "<tools>" in text and '"name": "get_weather"' in text
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}' in text
+    assert "<|user|><tool_response>\n18 C\n</tool_response>" in text
+
+
+def test_a_tokenizer_template_with_tools_renders_them(tmp_path):
+    folder = write_tiny_mlx_model(tmp_path / "tools", chat_template=TOOLS_TEMPLATE)
+    b = MlxBackend({"name": "t", "path": str(folder), "n_ctx": 256})
+    try:
+        assert b.info()["tool_template"] is True
+        text = prompt_text(b, {"kind": "chat", "messages": TOOL_HISTORY, "tools": [WEATHER]})
+        assert "tools: get_weather" in text
+        assert 'call get_weather {"city": "Paris"}' in text and "for call_1" in text
+        done = done_of(run(b, {**chat("Hi", max_tokens=3), "tools": [WEATHER]})["r0"])
+        assert done["usage"]["completion_tokens"] == 3
+    finally:
+        b.close()
