@@ -24,7 +24,8 @@ OPEN_PATHS = {"/healthz"}
 
 
 class ApiKeyMiddleware:
-    """With server.api_key set, everything but /healthz needs `Authorization: Bearer <key>`."""
+    """With server.api_key set, everything but /healthz needs `Authorization: Bearer <key>` (or
+    `x-api-key: <key>`)."""
 
     def __init__(self, app: ASGIApp, engine: Engine):
         self.app = app
@@ -35,14 +36,22 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or not key or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        given = auth[7:] if auth.lower().startswith("bearer ") else ""
+        headers = dict(scope["headers"])
+        auth = headers.get(b"authorization", b"").decode("latin-1")
+        # Anthropic's clients (Claude Code, the anthropic SDK) send the key as x-api-key.
+        given = auth[7:] if auth.lower().startswith("bearer ") else \
+            headers.get(b"x-api-key", b"").decode("latin-1")
         if hmac.compare_digest(given.encode(), key.encode()):
             await self.app(scope, receive, send)
             return
-        error = ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
-                         "invalid_request_error", "invalid_api_key")
-        await error.response({"WWW-Authenticate": "Bearer"})(scope, receive, send)
+        error = ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' or "
+                         "'x-api-key: <key>'", "invalid_request_error", "invalid_api_key")
+        if scope["path"].startswith("/v1/messages"):
+            from laya_desktop.engine.apis.messages import MESSAGES
+            response = MESSAGES.error_response(error, {"WWW-Authenticate": "Bearer"})
+        else:
+            response = error.response({"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
 
 
 async def _api_error(request: Request, exc: ApiError):
@@ -64,8 +73,10 @@ def _agent_api_routes() -> list[Route]:
     """The Responses and Messages adapters, once their modules are there."""
     routes = []
     try:
-        from laya_desktop.engine.apis.responses import RESPONSES
+        from laya_desktop.engine.apis.responses import RESPONSES, delete_response, retrieve_response
         routes.append(Route("/v1/responses", serving.endpoint(RESPONSES), methods=["POST"]))
+        routes.append(Route("/v1/responses/{response_id}", retrieve_response, methods=["GET"]))
+        routes.append(Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]))
     except ImportError:
         pass
     try:

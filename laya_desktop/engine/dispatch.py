@@ -12,12 +12,14 @@ import uuid
 from dataclasses import dataclass, field
 
 from laya_desktop.engine import errors
+from laya_desktop.engine.apis.responses_input import previous_not_found
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.local_outputs import local_outputs
 from laya_desktop.engine.model_manager import LoadRefused, ModelManager, ServedModel
 from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
-from laya_desktop.engine.remote import RemoteError, RemoteStream, TranslatedStream, open_remote
+from laya_desktop.engine.remote import (RemoteError, RemoteStream, TranslatedStream, open_remote,
+                                        speaks_natively)
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
 
 # Errors that a runner reports at once and that no other model would answer differently.
@@ -145,6 +147,10 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
             attempts.append(Attempt(name, errors.model_not_found(name)))
             continue
         try:
+            if call.options.get("unresolved_previous_response_id") and not (
+                    not served.is_local and speaks_natively(served.config, call.api)):
+                # only a Responses upstream can know a response this engine never stored
+                raise previous_not_found(call.options["unresolved_previous_response_id"])
             if served.is_local:
                 check_local(call, served)
                 gen = await start_local(manager, served, call.command, timeout_s)

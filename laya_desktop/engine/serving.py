@@ -112,7 +112,9 @@ async def serve(request: Request, api: Api) -> Response:
     routed = None
     try:
         body = await read_json(request)
-        call = api.parse(body, request.headers)
+        # the Responses adapter reads its store on the engine (previous_response_id, item_reference)
+        call = (api.parse(body, request.headers, engine) if api.name == "responses"
+                else api.parse(body, request.headers))
         call.path = request.url.path
         routed = Routed(engine, call, request, record)
         gen = await unless_client_leaves(request, lambda: start_generation(

@@ -136,14 +136,20 @@ def remember(call: Call, meta: Meta, response: dict, text: str, tool_calls: list
                              response, items))
 
 
+def _has_responses_upstream(engine: Any) -> bool:
+    config = getattr(engine, "config", None)
+    return any(getattr(m, "responses", False) for m in getattr(config, "models", []))
+
+
 class ResponsesApi:
     name = "responses"
 
     def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call:
-        converted = to_chat(body, store_of(engine))
+        converted = to_chat(body, store_of(engine), defer_unknown=_has_responses_upstream(engine))
         options = {"conversation": converted.conversation, "item_messages": converted.item_messages,
                    "tool_kinds": converted.tool_kinds, "namespaces": converted.namespaces,
-                   "ignored_tools": converted.ignored_tools}
+                   "ignored_tools": converted.ignored_tools,
+                   "unresolved_previous_response_id": converted.unresolved_previous}
         return chat_call(converted.chat, api=self.name, path=PATH, body=body,
                          field_names=FIELD_NAMES, options=options)
 

@@ -47,6 +47,7 @@ def previous_not_found(response_id: str) -> ApiError:
 class Converted:
     chat: dict
     conversation: list[dict]              # chat messages without the instructions, for the store
+    unresolved_previous: str | None = None   # an id only a Responses upstream may know
     item_messages: dict[str, list[dict]] = field(default_factory=dict)
     tool_kinds: dict[str, str] = field(default_factory=dict)     # name -> "custom" (else function)
     namespaces: dict[str, str] = field(default_factory=dict)     # tool name -> its namespace
@@ -333,21 +334,27 @@ def _refuse(body: dict) -> None:
         raise bad_request("'store' must be a boolean", "invalid_store")
 
 
-def to_chat(body: Any, store: ResponseStore | None) -> Converted:
+def to_chat(body: Any, store: ResponseStore | None, defer_unknown: bool = False) -> Converted:
+    """`defer_unknown`: an unknown `previous_response_id` is left for a `responses: true`
+    upstream to resolve (`require_resolved` refuses it for every other target)."""
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
     _refuse(body)
     if "input" not in body and not body.get("previous_response_id"):
         raise bad_request("'input' is required", "invalid_input")
     conversation: list[dict] = []
+    unresolved = None
     previous = body.get("previous_response_id")
     if previous is not None:
         if not isinstance(previous, str):
             raise bad_request("'previous_response_id' must be a string", "invalid_previous_response_id")
         record = store.get(previous) if store is not None else None
-        if record is None:
+        if record is not None:
+            conversation = [dict(m) for m in record.messages]
+        elif defer_unknown:
+            unresolved = previous
+        else:
             raise previous_not_found(previous)
-        conversation = [dict(m) for m in record.messages]
     new, by_id = input_messages(body.get("input", []), store)
     conversation += new
     messages = list(conversation)
@@ -361,7 +368,8 @@ def to_chat(body: Any, store: ResponseStore | None) -> Converted:
     if not messages:
         raise bad_request("'input' must not be empty", "invalid_input")
 
-    out = Converted(chat={}, conversation=conversation, item_messages=by_id)
+    out = Converted(chat={}, conversation=conversation, item_messages=by_id,
+                    unresolved_previous=unresolved)
     chat: dict[str, Any] = {"messages": _merge_leading_system(messages)}
     for name in ("model", "stream", "temperature", "top_p", "parallel_tool_calls", "tags", *LAYA_SAMPLING):
         if body.get(name) is not None:
