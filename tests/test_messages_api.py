@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import anthropic.types as at
+import jsonschema
 import pydantic
 import pytest
 from starlette.datastructures import Headers
@@ -255,3 +256,133 @@ def test_collect():
     plain = Collected()
     plain.add(Finished("length", Usage(3, 100)))
     assert MESSAGES.collect(parse(), plain, Meta(model="m"))["stop_reason"] == "max_tokens"
+
+
+# --- end to end: the anthropic SDK against a real engine ------------------------------------------
+
+API_KEY = "laya-test-key"
+WEATHER_TOOL = {"name": "get_weather", "description": "The current weather in a city.",
+                "input_schema": {"type": "object", "properties": {
+                    "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                    "required": ["city", "unit"], "additionalProperties": False}}
+HELLO = [{"role": "user", "content": "In one sentence, what is the sea?"}]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    from engine_harness import running_engine
+    config = {"server": {"api_key": API_KEY},
+              "models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
+                          "n_ctx": 2048, "parallel": 2}],
+              "routes": [{"name": "default", "target": "smol"}]}
+    with running_engine(config, tmp_path_factory.mktemp("messages")) as eng:
+        yield eng
+
+
+@pytest.fixture(scope="module")
+def client(engine):
+    import anthropic
+    return anthropic.Anthropic(base_url=engine.url, api_key=API_KEY, max_retries=0, timeout=120)
+
+
+def test_create(client):
+    raw = client.messages.with_raw_response.create(model="claude-opus-5-5", max_tokens=40, extra_body={"temperature": 0},
+                                                   system="You answer briefly.", messages=HELLO)
+    message = raw.parse()
+    assert raw.headers["x-laya-route"] == "default" and raw.headers["x-laya-model"] == "smol"
+    assert message.id.startswith("msg_") and message.role == "assistant" and message.model == "smol"
+    assert message.content[0].type == "text" and "sea" in message.content[0].text.lower()
+    assert message.stop_reason in ("end_turn", "max_tokens")
+    assert message.usage.input_tokens > 10 and 0 < message.usage.output_tokens <= 40
+
+
+def test_stream(client):
+    with client.messages.stream(model="claude-opus-5-5", max_tokens=8, extra_body={"temperature": 0}, messages=HELLO) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text and final.content[0].text == text
+    assert final.stop_reason == "max_tokens" and final.usage.output_tokens == 8
+    assert final.usage.input_tokens > 10     # from message_delta: known once the prompt is read
+
+
+def test_beta_path_takes_the_claude_code_headers(client):
+    message = client.beta.messages.create(   # POST /v1/messages?beta=true
+        model="claude-opus-5-5", max_tokens=5, messages=HELLO,
+        betas=["claude-code-20250219", "interleaved-thinking-2025-05-14"],
+        thinking={"type": "adaptive"}, metadata={"user_id": "u1"})
+    assert message.content[0].type == "text" and message.usage.output_tokens <= 5
+
+
+def _tool_input(message):
+    (block,) = [b for b in message.content if b.type == "tool_use"]
+    assert block.name == "get_weather" and block.id
+    jsonschema.validate(block.input, WEATHER_TOOL["input_schema"])
+    return block
+
+
+def test_forced_tool_use_validates_against_the_schema(client):
+    message = client.messages.create(
+        model="claude-opus-5-5", max_tokens=80, extra_body={"temperature": 0}, tools=[WEATHER_TOOL],
+        tool_choice={"type": "tool", "name": "get_weather"},
+        messages=[{"role": "user", "content": "What is the weather like in Paris?"}])
+    assert message.stop_reason == "tool_use"
+    _tool_input(message)
+
+
+def test_streamed_tool_use_and_its_result(client):
+    with client.messages.stream(
+            model="claude-opus-5-5", max_tokens=80, extra_body={"temperature": 0}, tools=[WEATHER_TOOL],
+            tool_choice={"type": "any"},
+            messages=[{"role": "user", "content": "Weather in Oslo?"}]) as stream:
+        message = stream.get_final_message()
+    assert message.stop_reason == "tool_use"
+    block = _tool_input(message)
+    answer = client.messages.create(
+        model="claude-opus-5-5", max_tokens=30, extra_body={"temperature": 0}, tools=[WEATHER_TOOL],
+        messages=[{"role": "user", "content": "Weather in Oslo?"},
+                  {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
+                                                "content": "12 degrees and rain"}]}])
+    assert answer.content and answer.stop_reason in ("end_turn", "max_tokens", "tool_use")
+
+
+def test_count_tokens(client):
+    plain = client.messages.count_tokens(model="claude-opus-5-5", messages=HELLO).input_tokens
+    with_tools = client.messages.count_tokens(model="claude-opus-5-5", messages=HELLO,
+                                              tools=[WEATHER_TOOL]).input_tokens
+    assert 10 < plain < with_tools
+
+
+def test_claude_code_request_counts(engine):
+    body = json.loads((DATA / "claude_code_request.json").read_text())
+    del body["stream"]
+    with engine.client() as c:
+        reply = c.post("/v1/messages/count_tokens?beta=true", json=body, headers={"x-api-key": API_KEY})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["input_tokens"] > 5000
+
+
+def test_errors_in_anthropics_shape(client, engine):
+    import anthropic
+    with pytest.raises(anthropic.BadRequestError) as info:
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}])
+    assert info.value.body == {"type": "error", "error": {
+        "type": "invalid_request_error", "message": info.value.body["error"]["message"]}}
+    assert "messages[0].content[0] (image)" in info.value.body["error"]["message"]
+    with pytest.raises(anthropic.BadRequestError, match="max_tokens"):
+        client.messages.create(model="m", messages=HELLO, max_tokens=None)  # type: ignore[arg-type]
+    with pytest.raises(anthropic.BadRequestError, match=r"tools\[0\]\.type"):
+        client.messages.create(model="m", max_tokens=5, messages=HELLO,
+                               tools=[{"type": "web_search_20250305", "name": "web_search"}])
+    wrong = anthropic.Anthropic(base_url=engine.url, api_key="wrong", max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        wrong.messages.create(model="m", max_tokens=5, messages=HELLO)
+    assert info.value.body["error"]["type"] == "authentication_error"
+    with engine.client() as c:   # the Bearer form works too
+        ok = c.post("/v1/messages", json={"model": "m", "max_tokens": 2, "messages": HELLO},
+                    headers={"Authorization": f"Bearer {API_KEY}"})
+        log = c.get("/admin/requests", headers={"x-api-key": API_KEY}).json()
+    assert ok.status_code == 200
+    entries = log if isinstance(log, list) else log.get("requests", log.get("data", []))
+    assert any(e.get("api") == "messages" and e.get("path") == "/v1/messages" for e in entries)
