@@ -105,7 +105,8 @@ class LlamaEmbeddingBackend(LlamaCppBackend):
         return [P.embeddings(req.id, req.vectors, req.prompt_tokens)]
 
     def _embed(self, toks: list[int]) -> list[float]:
-        L.llama_memory_seq_rm(self.mem, 0, -1, -1)
+        if self.mem:   # encoder models (BERT) have no KV memory
+            L.llama_memory_seq_rm(self.mem, 0, -1, -1)
         n = len(toks)
         self._b_token[:n] = toks
         self._b_pos[:n] = np.arange(n)
