@@ -7,6 +7,7 @@ import json
 from types import SimpleNamespace
 
 import httpx
+import jsonschema
 import pytest
 
 from laya_desktop.engine import remote_anthropic
@@ -159,3 +160,100 @@ def test_sse_error_and_cut_off():
               {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}})
     outs = collect(httpx.Response(200, content=cut), True)
     assert outs[0] == TextDelta("Hi") and isinstance(outs[-1], Failed) and outs[-1].status == 502
+
+
+# --- end to end: a second engine is the Anthropic upstream ---------------------------------------
+
+UPSTREAM_KEY = "upstream-secret"
+WEATHER_TOOL = {"name": "get_weather", "description": "The current weather in a city.",
+                "input_schema": WEATHER["function"]["parameters"]}
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory):
+    """`front` routes everything to `claude` (backend anthropic), whose upstream is another engine
+    that takes only its own key and only the model name `smol` (no rule matches other names)."""
+    from engine_harness import running_engine
+    upstream_config = {"server": {"api_key": UPSTREAM_KEY},
+                       "models": [{"name": "smol", "backend": "llama_cpp",
+                                   "path": "builtin:smollm2-135m-instruct", "n_ctx": 2048, "parallel": 2}],
+                       "routes": [{"name": "tagged-only", "match": {"tags": ["never-sent"]},
+                                   "target": "smol"}]}
+    with running_engine(upstream_config, tmp_path_factory.mktemp("upstream")) as upstream:
+        front_config = {"models": [
+            {"name": "claude", "backend": "anthropic", "base_url": upstream.url,
+             "api_key_env": "LAYA_TEST_UPSTREAM_KEY", "remote_model": "smol"},
+            {"name": "claude-wrong-key", "backend": "anthropic", "base_url": upstream.url,
+             "api_key_env": "LAYA_TEST_WRONG_KEY", "remote_model": "smol"}],
+            "routes": [{"name": "default", "target": "claude"}]}
+        env = {"LAYA_TEST_UPSTREAM_KEY": UPSTREAM_KEY, "LAYA_TEST_WRONG_KEY": "nope"}
+        with running_engine(front_config, tmp_path_factory.mktemp("front"), env) as front:
+            yield front, upstream
+
+
+def _upstream_log(upstream) -> list[dict]:
+    with upstream.client() as c:
+        log = c.get("/admin/requests", headers={"x-api-key": UPSTREAM_KEY}).json()
+    return log if isinstance(log, list) else log.get("requests", log.get("data", []))
+
+
+def test_chat_request_is_translated_to_messages_upstream(engines):
+    import openai
+    front, upstream = engines
+    client = openai.OpenAI(base_url=front.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    raw = client.chat.completions.with_raw_response.create(
+        model="auto", max_tokens=12, temperature=0,
+        messages=[{"role": "system", "content": "Answer briefly."},
+                  {"role": "user", "content": "In one sentence, what is the sea?"}])
+    reply = raw.parse()
+    assert raw.headers["x-laya-model"] == "claude"
+    assert reply.choices[0].message.content and reply.choices[0].finish_reason in ("stop", "length")
+    assert reply.usage.prompt_tokens > 10 and 0 < reply.usage.completion_tokens <= 12
+    last = _upstream_log(upstream)[-1]
+    assert (last["path"], last["api"], last["model"], last["status"]) == ("/v1/messages", "messages", "smol", 200)
+
+
+def test_streamed_chat_with_a_forced_tool_through_anthropic(engines):
+    import openai
+    front, _ = engines
+    client = openai.OpenAI(base_url=front.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    stream = client.chat.completions.create(
+        model="auto", max_tokens=80, temperature=0, stream=True,
+        messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[WEATHER],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    calls, finish = [], None
+    for chunk in stream:
+        if chunk.choices:
+            calls += chunk.choices[0].delta.tool_calls or []
+            finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls" and [c.function.name for c in calls] == ["get_weather"]
+    jsonschema.validate(json.loads(calls[0].function.arguments), WEATHER["function"]["parameters"])
+
+
+def test_messages_request_passes_through(engines):
+    import anthropic
+    front, upstream = engines
+    client = anthropic.Anthropic(base_url=front.url, api_key="unused", max_retries=0, timeout=120)
+    raw = client.messages.with_raw_response.create(
+        model="claude-opus-5-5", max_tokens=60, tools=[WEATHER_TOOL],
+        tool_choice={"type": "tool", "name": "get_weather"},
+        messages=[{"role": "user", "content": "Weather in Oslo?"}])
+    message = raw.parse()
+    assert raw.headers["x-laya-model"] == "claude"
+    assert message.model == "smol"          # the upstream's own answer, as it came
+    (block,) = message.content
+    assert block.type == "tool_use"
+    jsonschema.validate(block.input, WEATHER_TOOL["input_schema"])
+    counted = client.messages.count_tokens(model="claude-opus-5-5", messages=[{"role": "user", "content": "hi"}])
+    assert counted.input_tokens > 0
+    paths = [(e["path"], e["model"]) for e in _upstream_log(upstream)[-2:]]
+    assert paths == [("/v1/messages", "smol"), ("/v1/messages/count_tokens", "smol")]
+
+
+def test_wrong_upstream_key_is_the_upstreams_401(engines):
+    import anthropic
+    front, _ = engines
+    client = anthropic.Anthropic(base_url=front.url, api_key="unused", max_retries=0, timeout=60)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        client.messages.create(model="claude-wrong-key", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert info.value.body["type"] == "error"
