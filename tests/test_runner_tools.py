@@ -118,6 +118,11 @@ def test_inline_tools_without_tools_still_renders_history_calls():
     out = inline_tools(normalize_messages(HISTORY[1:3]), None, tool_role=True)
     assert [m["role"] for m in out] == ["user", "assistant"]
     assert out[1]["content"].startswith("<tool_call>\n{\"name\": \"get_weather\"")
+    # without a tool role, results and the text after them make one user turn: roles alternate
+    follow_up = HISTORY + [{"role": "user", "content": "Thanks. And tomorrow?"}]
+    out = inline_tools(normalize_messages(follow_up), None, tool_role=False)
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
+    assert out[-1]["content"].endswith("14:05\n</tool_response>\n\nThanks. And tomorrow?")
 
 
 def test_bad_tools_messages_and_params_are_bad_requests():

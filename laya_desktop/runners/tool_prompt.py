@@ -114,6 +114,9 @@ def inline_tools(messages: list[dict], tools: list[dict] | None, tool_role: bool
             else:
                 out.append({"role": "user", "content": text})
             tool_turn = not tool_role
+        elif role == "user" and tool_turn:   # text sent with the results (Anthropic's shape)
+            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + content}
+            tool_turn = False
         else:
             out.append({"role": role, "content": content})
             tool_turn = False
