@@ -38,6 +38,8 @@ def engine(tmp_path_factory, tiny_gguf):
              "parallel": 1, "embedding": True},
         ],
         "routes": [{"name": "embeddings", "match": {"path": ["/v1/embeddings"]}, "target": "embed"},
+                   {"name": "short-first", "match": {"tags": ["short-first"]}, "target": "smol-256",
+                    "fallback": ["smol"]},
                    {"name": "default", "target": "smol"}],
     }
     with running_engine(config, tmp_path_factory.mktemp("chat-tools")) as eng:
@@ -193,3 +195,15 @@ def test_model_by_id(client, engine):
     assert client.models.retrieve("smol").id == "smol"
     missing = httpx.get(engine.url + "/v1/models/nope", timeout=10)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_a_prompt_too_long_for_the_target_goes_to_a_fallback_that_holds_it(engine):
+    long_prompt = "Summarise this: " + "the quick brown fox jumps over the lazy dog. " * 60
+    body = {"messages": [{"role": "user", "content": long_prompt}], "max_tokens": 4, "temperature": 0}
+    routed = httpx.post(engine.url + "/v1/chat/completions", timeout=120,
+                        json={**body, "model": "auto", "tags": ["short-first"]})
+    assert routed.status_code == 200, routed.text
+    assert routed.headers["x-laya-model"] == "smol"
+    assert routed.headers["x-laya-fallback-from"] == "smol-256"
+    direct = httpx.post(engine.url + "/v1/chat/completions", timeout=120, json={**body, "model": "smol-256"})
+    assert direct.status_code == 400 and direct.json()["error"]["code"] == "context_length_exceeded"

@@ -139,7 +139,8 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
 async def start_generation(manager: ModelManager, candidates: list[str], call: Call,
                            timeout_s: float, remote_client, client_headers=None):
     """The first candidate's generation that starts; raises the last candidate's ApiError if none
-    could serve. Client errors (400) are raised at once: no other model would answer otherwise."""
+    could serve. Client errors (400) are raised at once, since no other model would answer them
+    otherwise, except a prompt longer than the model's context: a fallback may hold it."""
     attempts: list[Attempt] = []
     for name in candidates:
         served = manager.get(name)
@@ -168,6 +169,12 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
             error = errors.unavailable(str(exc), exc.code, retry_after=1)
         except RemoteError as exc:
             error = exc.api_error
+        except ApiError as exc:
+            # A prompt too long for this model may fit the next one's context; any other client
+            # error would be the same everywhere.
+            if exc.code != "context_length_exceeded" or name == candidates[-1]:
+                raise
+            error = exc
         attempts.append(Attempt(name, error))
     last = attempts[-1].error if attempts else errors.model_not_found(None)
     last.extra.setdefault("attempts", [{"model": a.model, "code": a.error.code,
