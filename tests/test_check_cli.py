@@ -50,7 +50,7 @@ def write(tmp_path: Path, text: str, name: str = "models.yaml") -> Path:
 @pytest.mark.parametrize("text, code, expected_lines", [
     (VALID, 0, []),
     (INVALID, 1, [
-        "error: models[0].backend: unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai)",
+        "error: models[0].backend: unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)",
         "error: routes[0].target: no model named 'qwen'",
         "error: routes[1].fallback[0]: no model named 'cloud'",
     ]),
@@ -93,7 +93,7 @@ def test_repo_models_yaml_passes(tmp_path):
     result = laya_check(tmp_path, "--config", str(REPO / "models.yaml"))
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
-    assert len(lines) == 1 and lines[0].endswith("ok (1 model, 1 route), 0 warnings")
+    assert len(lines) == 1 and lines[0].endswith("ok (2 models, 4 routes), 0 warnings")
 
 
 def test_warnings_alone_exit_zero(tmp_path):

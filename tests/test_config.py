@@ -93,7 +93,7 @@ ERROR_CASES = [
     ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key)"),
     # models: types, ranges, choices
     ({"models[0].backend": "warp-drive"}, "models[0].backend",
-     "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai)"),
+     "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"),
     ({"models[0].n_ctx": "lots"}, "models[0].n_ctx", "expected an integer, got 'lots'"),
     ({"models[0].n_ctx": 4096.0}, "models[0].n_ctx", "expected an integer, got 4096.0"),
     ({"models[0].n_ctx": 8}, "models[0].n_ctx", "must be at least 16, got 8"),
@@ -120,7 +120,7 @@ ERROR_CASES = [
     ({"models[1].name": "gemma"}, "models[1].name", "duplicate model name 'gemma' (also models[0])"),
     # models: fields that do not apply to the backend
     ({"models[0].base_url": "http://x"}, "models[0].base_url",
-     "'base_url' does not apply to backend 'llama_cpp' (applies to: openai)"),
+     "'base_url' does not apply to backend 'llama_cpp' (applies to: openai, anthropic)"),
     ({"models[0].api_key_env": "K"}, "models[0].api_key_env", "does not apply to backend 'llama_cpp'"),
     ({"models[1].n_gpu_layers": -1}, "models[1].n_gpu_layers",
      "'n_gpu_layers' does not apply to backend 'mlx' (applies to: llama_cpp)"),
@@ -229,7 +229,7 @@ def test_every_error_is_reported_together():
 def test_unknown_backend_does_not_cascade_into_other_errors():
     errors = errors_of(changed({"models[0].backend": "warp-drive"}))
     assert [str(e) for e in errors] == [
-        "models[0].backend: unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai)"]
+        "models[0].backend: unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"]
 
 
 @pytest.mark.parametrize("host, api_key", [
@@ -302,7 +302,8 @@ def test_config_to_dict_keeps_only_fields_of_each_backend():
     llama, mlx, openai = config_to_dict(config)["models"]
     assert llama["n_gpu_layers"] == 0 and "base_url" not in llama
     assert "n_gpu_layers" not in mlx and "kv_cache_type" not in mlx and mlx["path"] == "/models/llama-mlx"
-    assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model"}
+    assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model", "responses"}
+    assert llama["embedding"] is False and "embedding" not in mlx and "responses" not in llama
     assert list(config_to_dict(config)) == ["server", "models", "routes", "scheduler", "memory"]
 
 
@@ -339,11 +340,19 @@ def test_missing_file_is_a_config_error(tmp_path):
 
 def test_repo_models_yaml_is_valid():
     config = load_config(REPO / "models.yaml")
+    assert [m.name for m in config.models] == ["smollm2-135m", "gemma-270m"]
+    smol = config.model("smollm2-135m")
+    assert (smol.backend, smol.path, smol.n_ctx, smol.parallel, smol.warmup) == \
+        ("llama_cpp", "builtin:smollm2-135m-instruct", 8192, 2, False)
     gemma = config.model("gemma-270m")
     assert (gemma.backend, gemma.path, gemma.n_ctx, gemma.parallel, gemma.warmup) == \
-        ("llama_cpp", "builtin:gemma-3-270m", 4096, 4, False)
+        ("llama_cpp", "builtin:gemma-3-270m", 32768, 1, False)
+    assert [(r.name, r.target) for r in config.routes] == [
+        ("completions", "gemma-270m"), ("agents", "gemma-270m"), ("long-context", "gemma-270m"),
+        ("default", "smollm2-135m")]
     last = config.routes[-1]
-    assert last.name == "default" and last.match.is_empty() and last.target == "gemma-270m"
+    assert last.name == "default" and last.match.is_empty() and last.fallback == ["gemma-270m"]
+    assert all(not r.match.is_empty() for r in config.routes[:-1])
 
 
 def _uncomment_examples(text: str) -> str:
@@ -357,7 +366,8 @@ def _uncomment_examples(text: str) -> str:
 def test_repo_models_yaml_examples_are_valid_when_uncommented():
     config, errors = parse_config_text(_uncomment_examples((REPO / "models.yaml").read_text()))
     assert errors == []
-    assert {m.backend for m in config.models} == {"llama_cpp", "mlx", "openai"}
+    assert {m.backend for m in config.models} == {"llama_cpp", "mlx", "openai", "anthropic"}
+    assert config.model("cloud").responses is True and config.model("embed").embedding is True
     conditions = set()
     for route in config.routes:
         conditions |= {k for k, v in vars(route.match).items() if v not in (None, [])}

@@ -108,7 +108,7 @@ def test_changed_values_change_only_their_lines_and_keep_their_comments(tmp_path
     assert len(new.splitlines()) == len(text.splitlines())
     assert changes == [
         ("  port: 8555", "  port: 9000"),
-        ("    n_ctx: 4096            # tokens per sequence; the KV cache holds n_ctx x parallel",
+        ("    n_ctx: 8192            # tokens per sequence; the KV cache holds n_ctx x parallel",
          "    n_ctx: 16384           # tokens per sequence; the KV cache holds n_ctx x parallel"),
     ]
 
@@ -119,15 +119,18 @@ def test_a_route_added_at_the_front_and_reordered_keeps_the_examples(tmp_path):
                        fallback=["gemma-270m"])
     new, _ = saved(tmp_path, text, lambda c: c.routes.insert(0, code))
     assert comment_lines(new) == comment_lines(text)
-    assert "  - name: code\n    target: gemma-270m\n    match: {tags: [code]}\n" \
-           "    fallback: [gemma-270m]\n  - name: default " in new
+    assert "  #   target: gemma-270m\n\n  - name: code\n    target: gemma-270m\n" \
+           "    match: {tags: [code]}\n    fallback: [gemma-270m]\n\n  - name: completions " in new
 
     again, config = saved(tmp_path, new, lambda c: c.routes.reverse())
-    assert [r.name for r in config.routes] == ["default", "code"]
+    assert [r.name for r in config.routes] == ["default", "long-context", "agents", "completions", "code"]
     assert comment_lines(again) == comment_lines(text)
     assert "  - name: default                      # no conditions: matches everything" in again
+    assert "  - name: agents                       # Codex (Responses) and Claude Code (Messages)" \
+           " send 10-20k\n    match:                             # tokens of instructions" in again
     assert again.index("#   target: gemma-270m") < again.index("\n  - name: default") \
-        < again.index("\n  - name: code")
+        < again.index("\n  - name: long-context") < again.index("\n  - name: agents") \
+        < again.index("\n  - name: completions") < again.index("\n  - name: code")
 
 
 def test_a_new_model_is_appended_without_the_defaults(tmp_path):
