@@ -46,10 +46,12 @@ def _vocab() -> tuple[list[str], list[int]]:
 
 def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_embd: int = 64,
                     n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 2048, seed: int = 0,
-                    chat_template: str | None = None, pooling_type: int | None = None) -> Path:
+                    chat_template: str | list[dict] | None = None,
+                    pooling_type: int | None = None) -> Path:
     """Write the model to `path`. `n_vocab` pads the vocabulary with unused tokens when larger than
-    the built-in one (256 bytes + merges + specials); `pooling_type` (a gguf.PoolingType) is the
-    embedding pooling the GGUF declares."""
+    the built-in one (256 bytes + merges + specials). `chat_template` is one template or named
+    ones ([{"name": "default" | "tool_use", "template": ...}]); `pooling_type` (a
+    gguf.PoolingType) is the embedding pooling the GGUF declares."""
     path = Path(path)
     tokens, types = _vocab()
     if n_vocab is not None:

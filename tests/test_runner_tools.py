@@ -90,6 +90,16 @@ def test_a_jinja_template_with_tools_renders_them_and_the_history_intact():
     assert text.endswith("<|im_start|>assistant\n")
 
 
+def test_a_tool_use_template_beside_the_default_renders_requests_with_tools():
+    fmt = select_format(None, PLAIN_TEMPLATE, "llama", "", "", tool_use_template=TOOLS_TEMPLATE)
+    assert fmt.tool_template and not fmt.native_tools
+    with_tools = fmt.render(normalize_messages(HISTORY), check_tools([WEATHER])).text
+    assert '<tools>{"type": "function"' in with_tools and "# Tools" not in with_tools
+    without = fmt.render(normalize_messages(HISTORY[:2])).text
+    assert without == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n" \
+        "Weather and time in Paris?<|im_end|>\n<|im_start|>assistant\n"
+
+
 def test_formats_without_tools_get_hermes_text():
     tools = check_tools([WEATHER])
     chatml = select_format(None, None, "llama", "", "")
@@ -239,6 +249,10 @@ def test_a_gguf_template_with_tools_renders_them(start, tmp_path):
     assert final["tools"]["usage"]["prompt_tokens"] > final["plain"]["usage"]["prompt_tokens"] + 20
     assert final["turn"]["event"] == "done", final["turn"]
     assert final["turn"]["usage"]["prompt_tokens"] > 100
+
+    named = write_tiny_gguf(tmp_path / "named.gguf", chat_template=[
+        {"name": "default", "template": PLAIN_TEMPLATE}, {"name": "tool_use", "template": TOOLS_TEMPLATE}])
+    assert start(named).ready()["tool_template"] is True
 
 
 def test_embeddings(start, tiny_gguf, tmp_path):

@@ -31,8 +31,16 @@ class ChatFormat:
     formatter: Formatter
     native_tools: bool = False  # the template renders `tools` itself
     tool_role: bool = False     # without native tools: the format has a `tool` turn
+    tools_formatter: Formatter | None = None   # the GGUF's `tool_use` template, for requests with tools
+
+    @property
+    def tool_template(self) -> bool:
+        """Requests with tools are rendered by a template of the model's own."""
+        return self.native_tools or self.tools_formatter is not None
 
     def render(self, messages: list[dict], tools: list[dict] | None = None) -> ChatPrompt:
+        if tools and self.tools_formatter is not None and not self.native_tools:
+            return self.tools_formatter(for_template(messages), tools)
         if self.native_tools:
             return self.formatter(for_template(messages), tools)
         return self.formatter(inline_tools(messages, tools, self.tool_role))
@@ -148,14 +156,19 @@ def _jinja_format(template: str, bos: str, eos: str) -> Formatter:
 
 
 def select_format(chat_format: str | None, template: str | None, architecture: str,
-                  bos: str, eos: str) -> ChatFormat:
+                  bos: str, eos: str, tool_use_template: str | None = None) -> ChatFormat:
+    """`tool_use_template`: the GGUF's `tokenizer.chat_template.tool_use`, which some models
+    (Hermes 2 Pro) carry beside a default template that knows no tools."""
     if chat_format:
         if chat_format in _OWN_FORMATS:
             return ChatFormat(chat_format, _OWN_FORMATS[chat_format], tool_role=chat_format == "chatml")
         return ChatFormat(chat_format, _llama_cpp_python_format(chat_format))
     if template:
+        tools_formatter = None
+        if template_knows_tools(tool_use_template):
+            tools_formatter = _jinja_format(tool_use_template, bos, eos)
         return ChatFormat("gguf", _jinja_format(template, bos, eos),
-                          native_tools=template_knows_tools(template))
+                          native_tools=template_knows_tools(template), tools_formatter=tools_formatter)
     if architecture.startswith("gemma"):
         return ChatFormat("gemma", format_gemma)
     return ChatFormat("chatml", format_chatml, tool_role=True)

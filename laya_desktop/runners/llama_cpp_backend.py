@@ -154,9 +154,11 @@ class LlamaCppBackend:
 
         bos, eos = L.llama_vocab_bos(self.vocab), L.llama_vocab_eos(self.vocab)
         template = L.llama_model_chat_template(self.model, None)
+        tool_use = L.llama_model_chat_template(self.model, b"tool_use")
         self._chat = select_format(
             spec.get("chat_format"), template.decode("utf-8", "replace") if template else None,
-            self.architecture, self._token_text(bos), self._token_text(eos))
+            self.architecture, self._token_text(bos), self._token_text(eos),
+            tool_use.decode("utf-8", "replace") if tool_use else None)
         self.chat_format = self._chat.name
         self.kv_bytes_per_token = self._kv_bytes_per_token()
 
@@ -208,7 +210,7 @@ class LlamaCppBackend:
                 "n_threads": self.n_threads, "n_batch": self.n_batch,
                 "model_size_bytes": L.llama_model_size(self.model),
                 "n_params": L.llama_model_n_params(self.model),
-                "tool_template": self._chat.native_tools, "embedding": False,
+                "tool_template": self._chat.tool_template, "embedding": False,
                 "n_embd": L.llama_model_n_embd(self.model)}
 
     # --- text <-> tokens -------------------------------------------------------------------------

@@ -298,7 +298,9 @@ class MlxBackend:
             self._new_engine = lambda: _SequentialEngine(self._model, self._eos, prefill)
         self._engine = self._new_engine()
         template = getattr(self._tokenizer, "chat_template", None)
-        self._native_tools = isinstance(template, str) and template_knows_tools(template)
+        # Named templates ({"default": ..., "tool_use": ...}): transformers picks tool_use itself.
+        templates = template.values() if isinstance(template, dict) else [template]
+        self._native_tools = any(isinstance(t, str) and template_knows_tools(t) for t in templates)
         self._queue: collections.deque[_Request] = collections.deque()
         self._running: dict[int, _Request] = {}  # engine uid -> request
         self._ids: dict[str, _Request] = {}
