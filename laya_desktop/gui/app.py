@@ -3,6 +3,10 @@
 --quit-after S is a hard deadline counted from process launch. A QTimer starts an orderly shutdown
 a little before it; a watchdog thread ends the process at the deadline in any case (killing the
 engine's process group first), because a hung Qt event loop would never run that timer.
+
+One app runs per config: a second `laya gui` on the same models.yaml raises the first window and
+exits 0. Screenshot runs skip that lock: they are batch jobs that must make their own pictures,
+and a test's temporary config never matches the user's anyway.
 """
 from __future__ import annotations
 
@@ -38,14 +42,43 @@ def run_gui(args) -> int:
     _note_ignored_local_config(config_path)
     host, port, api_key = server_address(config_path)
 
+    from laya_desktop.gui.qt_system_libs import problem_report
+    problem = problem_report()
+    if problem:
+        sys.stderr.write(f"laya gui: {problem}\n")
+        return 1
+
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from laya_desktop.gui.main_window import MainWindow
+    from laya_desktop.gui import translations
+    from laya_desktop.gui.about_dialog import app_icon
+    from laya_desktop.gui.single_instance import SingleInstance, instance_key
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Laya Desktop")
+    app.setDesktopFileName("org.laya.Desktop")  # Wayland matches the window to the .desktop file
+    app.setWindowIcon(app_icon())
+    language = translations.resolve_language(getattr(args, "lang", None))
+    if not translations.install_translators(app, language):
+        sys.stderr.write(f"laya gui: no compiled translation for {language} "
+                         "(run `make translations`); the window stays in English\n")
+    instance = None
+    if not screenshot_dir:
+        instance = SingleInstance(instance_key(str(config_path)))
+        if not instance.acquire():
+            if instance.ask_first_to_raise():
+                sys.stderr.write(f"laya gui: already running for {config_path}; "
+                                 "raised its window\n")
+                return 0
+            sys.stderr.write(f"laya gui: another Laya Desktop holds {config_path} "
+                             "but does not answer\n")
+            return 1
+
+    from laya_desktop.gui.main_window import MainWindow
     window = MainWindow(str(config_path), host, port, api_key)
+    if instance is not None:
+        instance.raise_requested.connect(lambda: _raise(window))
     director = None
     if screenshot_dir:
         from laya_desktop.gui.screenshot import ScreenshotDirector
@@ -63,13 +96,24 @@ def run_gui(args) -> int:
     window.show()
     window.start()
     app.exec()
-    if not window.shutdown(grace_s=_grace(deadline)):
+    if instance is not None:
+        instance.stop_listening()  # the window is going: nothing left to raise
+    ended = window.shutdown(grace_s=_grace(deadline))
+    if instance is not None:
+        instance.release()  # only now: a new launch must not meet our engine still stopping
+    if not ended:
         # QThreadPool's destructor would wait for the stuck worker without a bound; our engine
         # is already stopped, so leave without running destructors.
         sys.stderr.write("laya gui: a worker did not stop; exiting without waiting for it\n")
         sys.stderr.flush()
         os._exit(exit_code())
     return exit_code()
+
+
+def _raise(window) -> None:
+    from laya_desktop.gui.single_instance import bring_to_front
+    sys.stderr.write("laya gui: another launch asked for this window\n")
+    bring_to_front(window)
 
 
 def _note_ignored_local_config(used: Path) -> None:

@@ -33,7 +33,8 @@ class ConfigDocument(QObject):
 
     def refresh(self) -> None:
         self.pool.submit(self.client.get_config, returned=self._set_applied,
-                         errored=lambda exc: self.failed.emit(f"reading the config: {exc}"))
+                         errored=lambda exc: self.failed.emit(
+                             self.tr("reading the config: {error}").format(error=exc)))
 
     def apply(self, config: dict, on_done: Callable[[bool, object], None] | None = None) -> None:
         """PUT the full config; then read back what the engine holds."""
@@ -50,7 +51,7 @@ class ConfigDocument(QObject):
             if isinstance(exc, EngineError) and exc.errors:
                 self.refused.emit(exc)
             else:
-                self.failed.emit(f"applying the config: {exc}")
+                self.failed.emit(self.tr("applying the config: {error}").format(error=exc))
             if on_done:
                 on_done(False, exc)
 

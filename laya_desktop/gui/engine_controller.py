@@ -48,12 +48,14 @@ class EngineController(QObject):
         if self.process.wait_healthy(self.client, timeout=45.0, cancelled=self._cancel):
             return "spawned"
         tail = self.process.log_tail()
-        raise RuntimeError(f"the engine did not become healthy at {self.address}\n{tail}")
+        raise RuntimeError(self.tr("the engine did not become healthy at {address}").format(
+            address=self.address) + "\n" + tail)
 
     def _on_started(self, how: str) -> None:
         self.owns_child = how == "spawned"
-        verb = "started engine" if self.owns_child else "attached to engine"
-        self.message.emit(f"{verb} at {self.address}")
+        text = self.tr("started engine at {address}") if self.owns_child \
+            else self.tr("attached to engine at {address}")
+        self.message.emit(text.format(address=self.address))
         self._set_state(UP)
         self._watch.start()
 
@@ -80,7 +82,7 @@ class EngineController(QObject):
     # --- restart and stop ----------------------------------------------------------------------
     def restart(self) -> None:
         if not self.owns_child and self.state == UP:
-            self.message.emit("the engine at this address is not ours to restart")
+            self.message.emit(self.tr("the engine at this address is not ours to restart"))
             return
         self._watch.stop()
         self._set_state(STARTING)
@@ -91,7 +93,7 @@ class EngineController(QObject):
         self.process.start()
         if self.process.wait_healthy(self.client, timeout=45.0, cancelled=self._cancel):
             return "spawned"
-        raise RuntimeError(f"the engine did not come back at {self.address}")
+        raise RuntimeError(self.tr("the engine did not come back at {address}").format(address=self.address))
 
     def abort_pending(self) -> None:
         """End every blocking call on the engine now (any thread): waiting for health, and the

@@ -1,8 +1,12 @@
-"""The main window: five panels in tabs, the engine menu and the status bar. Wiring only."""
+"""The main window: five panels in tabs, the menus and the status bar. Wiring only."""
 from __future__ import annotations
 
-from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices
+from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
+
+from laya_desktop.gui import translations
+from laya_desktop.gui.about_dialog import AboutDialog, app_icon
 
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.engine_controller import UP, EngineController
@@ -22,7 +26,8 @@ WORKER_WAIT_MS = 3000   # every worker is woken first, so this bound is only rea
 class MainWindow(QMainWindow):
     def __init__(self, config_path: str, host: str, port: int, api_key: str | None = None) -> None:
         super().__init__()
-        self.setWindowTitle(f"Laya Desktop — {config_path}")
+        self.setWindowTitle(self.tr("Laya Desktop — {path}").format(path=config_path))
+        self.setWindowIcon(app_icon())
         self.resize(1200, 800)
         self.pool = WorkerPool(self)
         self.engine = EngineController(self.pool, config_path, host, port, api_key, self)
@@ -37,7 +42,9 @@ class MainWindow(QMainWindow):
             "loadtest": LoadTestPanel(self.pool, self.engine.address, api_key),
         }
         self.tabs = QTabWidget()
-        for key, title in zip(PANELS, ("Models", "Routes", "Monitor", "Chat", "Load test")):
+        titles = (self.tr("Models"), self.tr("Routes"), self.tr("Monitor"), self.tr("Chat"),
+                  self.tr("Load test"))
+        for key, title in zip(PANELS, titles):
             self.tabs.addTab(self.panels[key], title)
         self.setCentralWidget(self.tabs)
         self._build_menu()
@@ -61,32 +68,63 @@ class MainWindow(QMainWindow):
         return self.panels[key]
 
     def _build_menu(self) -> None:
-        engine_menu = self.menuBar().addMenu("&Engine")
-        restart = QAction("&Restart engine", self)
+        engine_menu = self.menuBar().addMenu(self.tr("&Engine"))
+        restart = QAction(self.tr("&Restart engine"), self)
         restart.triggered.connect(self.engine.restart)
         engine_menu.addAction(restart)
+        self.open_logs_action = QAction(self.tr("Open &log folder"), self)
+        self.open_logs_action.triggered.connect(self.open_log_folder)
+        engine_menu.addAction(self.open_logs_action)
         engine_menu.addSeparator()
-        quit_action = QAction("&Quit", self)
+        quit_action = QAction(self.tr("&Quit"), self)
         quit_action.setShortcut("Ctrl+Q")
         quit_action.triggered.connect(self.close)
         engine_menu.addAction(quit_action)
-        help_menu = self.menuBar().addMenu("&Help")
-        about = QAction("&About", self)
-        about.triggered.connect(lambda: QMessageBox.about(
-            self, "Laya Desktop", "Laya Desktop: a local model gateway with a control panel."))
+
+        view_menu = self.menuBar().addMenu(self.tr("&View"))
+        self.language_menu = view_menu.addMenu(self.tr("&Language"))
+        self.language_actions = QActionGroup(self)
+        saved = translations.saved_language()
+        choices = [(translations.SYSTEM, self.tr("System default"))] + list(translations.LANGUAGES.items())
+        for code, label in choices:
+            action = QAction(label, self, checkable=True)
+            action.setData(code)
+            action.setChecked(code == saved)
+            action.triggered.connect(lambda _c=False, c=code: self.choose_language(c))
+            self.language_actions.addAction(action)
+            self.language_menu.addAction(action)
+
+        help_menu = self.menuBar().addMenu(self.tr("&Help"))
+        about = QAction(self.tr("&About Laya Desktop"), self)
+        about.triggered.connect(self.show_about)
         help_menu.addAction(about)
+
+    def show_about(self) -> AboutDialog:
+        dialog = AboutDialog(self)
+        dialog.open()
+        return dialog
+
+    def open_log_folder(self) -> bool:
+        folder = self.engine.process.log_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    def choose_language(self, code: str) -> None:
+        translations.save_language(code)
+        self.statusBar().showMessage(
+            self.tr("The language changes the next time Laya Desktop starts."), 8000)
 
     def _build_status(self) -> None:
         self.status_address = QLabel(self.engine.address)
-        self.status_state = QLabel("engine: down")
-        self.status_models = QLabel("models loaded: 0")
-        self.status_ram = QLabel("RAM: —")
+        self.status_state = QLabel(self._state_text("down"))
+        self.status_models = QLabel(self.tr("models loaded: {loaded}/{total}").format(loaded=0, total=0))
+        self.status_ram = QLabel(self.tr("RAM: {used} / {total}").format(used="—", total="—"))
         for w in (self.status_address, self.status_state, self.status_models, self.status_ram):
             self.statusBar().addPermanentWidget(w)
 
     # --- reactions -----------------------------------------------------------------------------
     def _on_engine_state(self, state: str) -> None:
-        self.status_state.setText(f"engine: {state}")
+        self.status_state.setText(self._state_text(state))
         self.status_state.setStyleSheet("color: #1f7a1f" if state == UP else "color: #b00020")
         if state == UP:
             self.doc.refresh()
@@ -96,11 +134,17 @@ class MainWindow(QMainWindow):
 
     def _on_models(self, rows: list[dict]) -> None:
         loaded = sum(1 for r in rows if r.get("state") in ("ready", "busy"))
-        self.status_models.setText(f"models loaded: {loaded}/{len(rows)}")
+        self.status_models.setText(self.tr("models loaded: {loaded}/{total}").format(
+            loaded=loaded, total=len(rows)))
 
     def _on_samples(self, samples: list[dict]) -> None:
         s = samples[-1]
-        self.status_ram.setText(f"RAM: {fmt_bytes(s.get('ram_used'))} / {fmt_bytes(s.get('ram_total'))}")
+        self.status_ram.setText(self.tr("RAM: {used} / {total}").format(
+            used=fmt_bytes(s.get("ram_used")), total=fmt_bytes(s.get("ram_total"))))
+
+    def _state_text(self, state: str) -> str:
+        names = {"up": self.tr("up"), "down": self.tr("down"), "starting": self.tr("starting")}
+        return self.tr("engine: {state}").format(state=names.get(state, state))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:

@@ -1,6 +1,6 @@
 """What an MLX model folder holds, read without loading it: config.json and the safetensors headers.
 
-Qt-free; the dialog runs it in a worker. A folder passes when it has a config.json object and at
+Qt-free but for QCoreApplication.translate of its messages; the dialog runs it in a worker. A folder passes when it has a config.json object and at
 least one readable *.safetensors file, which is what mlx-lm needs besides the tokenizer.
 """
 from __future__ import annotations
@@ -10,6 +10,8 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication
 
 MAX_HEADER_BYTES = 100 << 20   # the safetensors format's own limit
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
@@ -38,27 +40,35 @@ def read_mlx_folder(path: str) -> MlxFolderInfo:
     from laya_desktop.runners.builtin import resolve_model_path
 
     if not path.strip():
-        raise NotAnMlxModel("choose the model folder first")
+        raise NotAnMlxModel(QCoreApplication.translate("MlxFolder", "choose the model folder first"))
     try:
         folder = resolve_model_path(path)
     except (OSError, ValueError) as exc:
         raise NotAnMlxModel(str(exc)) from exc
     if not folder.is_dir():
-        raise NotAnMlxModel(f"{folder} is a file; an MLX model is a folder with config.json and "
-                            "*.safetensors" + (" (add a .gguf file as a GGUF model)"
-                                               if folder.suffix.lower() == ".gguf" else ""))
+        hint = ""
+        if folder.suffix.lower() == ".gguf":
+            hint = " " + QCoreApplication.translate("MlxFolder", "(add a .gguf file as a GGUF model)")
+        raise NotAnMlxModel(QCoreApplication.translate(
+            "MlxFolder", "{path} is a file; an MLX model is a folder with config.json and "
+                         "*.safetensors").format(path=folder) + hint)
     config = _read_config(folder)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        hint = " (it holds .gguf files: add them as GGUF models)" if any(folder.glob("*.gguf")) else ""
-        raise NotAnMlxModel(f"no *.safetensors weights in {folder}{hint}")
+        hint = ""
+        if any(folder.glob("*.gguf")):
+            hint = " " + QCoreApplication.translate(
+                "MlxFolder", "(it holds .gguf files: add them as GGUF models)")
+        raise NotAnMlxModel(QCoreApplication.translate(
+            "MlxFolder", "no *.safetensors weights in {path}").format(path=folder) + hint)
     quant = config.get("quantization") or config.get("quantization_config") or {}
     bits = quant.get("bits") if isinstance(quant, dict) else None
     headers = [_header(f) for f in files]
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     architectures = config.get("architectures") or []
     warnings = [] if any((folder / name).is_file() for name in TOKENIZER_FILES) else \
-        ["no tokenizer file (tokenizer.json or tokenizer.model): mlx-lm may fail to load it"]
+        [QCoreApplication.translate(
+            "MlxFolder", "no tokenizer file (tokenizer.json or tokenizer.model): mlx-lm may fail to load it")]
     return MlxFolderInfo(
         path=str(folder),
         architecture=str(architectures[0] if architectures else config.get("model_type", "?")),
@@ -74,13 +84,16 @@ def read_mlx_folder(path: str) -> MlxFolderInfo:
 def _read_config(folder: Path) -> dict:
     file = folder / "config.json"
     if not file.is_file():
-        raise NotAnMlxModel(f"no config.json in {folder}")
+        raise NotAnMlxModel(QCoreApplication.translate(
+            "MlxFolder", "no config.json in {path}").format(path=folder))
     try:
         config = json.loads(file.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise NotAnMlxModel(f"config.json cannot be read: {exc}") from exc
+        raise NotAnMlxModel(QCoreApplication.translate(
+            "MlxFolder", "config.json cannot be read: {error}").format(error=exc)) from exc
     if not isinstance(config, dict):
-        raise NotAnMlxModel("config.json does not hold a JSON object")
+        raise NotAnMlxModel(QCoreApplication.translate(
+            "MlxFolder", "config.json does not hold a JSON object"))
     return config
 
 

@@ -1,4 +1,6 @@
-"""A model file or folder described before it is added: metadata and the memory estimate. Qt-free.
+"""A model file or folder described before it is added: metadata and the memory estimate.
+
+Qt-free but for QCoreApplication.translate (which needs no application object).
 
 `inspect_*` run in workers and return plain dicts; `describe_*` turn them into the dialog's text.
 """
@@ -6,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from PySide6.QtCore import QCoreApplication
+
 from laya_desktop.gui.units import fmt_bytes, fmt_count
+
 
 
 def _plain(obj) -> dict:
@@ -58,49 +63,77 @@ def estimate_mlx(folder: str, weights_bytes: int, n_ctx: int, parallel: int) -> 
 def describe_gguf(info: dict, estimate: dict) -> str:
     def pick(*keys):
         return next((info[k] for k in keys if info.get(k) not in (None, "")), "?")
-    lines = [f"Architecture: {pick('architecture', 'arch')}",
-             f"Parameters: {fmt_count(pick('parameters', 'n_params', 'parameter_count', 'params'))}",
-             f"Quantization: {pick('quantization', 'file_type', 'quant')}",
-             f"Context length: {pick('context_length', 'n_ctx_train')}"]
+    lines = [
+        QCoreApplication.translate("ModelInspect", "Architecture: {value}").format(
+            value=pick("architecture", "arch")),
+        QCoreApplication.translate("ModelInspect", "Parameters: {value}").format(
+            value=fmt_count(pick("parameters", "n_params", "parameter_count", "params"))),
+        QCoreApplication.translate("ModelInspect", "Quantization: {value}").format(
+            value=pick("quantization", "file_type", "quant")),
+        QCoreApplication.translate("ModelInspect", "Context length: {value}").format(
+            value=pick("context_length", "n_ctx_train")),
+    ]
     return "\n".join(lines + estimate_lines(estimate))
 
 
 def describe_mlx(info: dict, estimate: dict) -> str:
-    files = info.get("weight_files", 0)
-    lines = [f"Architecture: {info.get('architecture', '?')}",
-             f"Parameters: {fmt_count(info.get('parameters'))}",
-             f"Weights: {fmt_bytes(info.get('weights_bytes'))} in {files} safetensors "
-             f"file{'s' if files != 1 else ''} ({info.get('quantization', '?')})",
-             f"Context length: {info.get('context_length') or '?'}"]
+    lines = [
+        QCoreApplication.translate("ModelInspect", "Architecture: {value}").format(
+            value=info.get("architecture", "?")),
+        QCoreApplication.translate("ModelInspect", "Parameters: {value}").format(
+            value=fmt_count(info.get("parameters"))),
+        QCoreApplication.translate(
+            "ModelInspect", "Weights: {size} in {files} safetensors file(s) ({quantization})").format(
+            size=fmt_bytes(info.get("weights_bytes")), files=info.get("weight_files", 0),
+            quantization=info.get("quantization", "?")),
+        QCoreApplication.translate("ModelInspect", "Context length: {value}").format(
+            value=info.get("context_length") or "?"),
+    ]
     lines += estimate_lines(estimate)
-    return "\n".join(lines + [f"Warning: {w}" for w in info.get("warnings", [])])
+    warning = QCoreApplication.translate("ModelInspect", "Warning: {text}")
+    return "\n".join(lines + [warning.format(text=w) for w in info.get("warnings", [])])
 
 
 def estimate_lines(est: dict) -> list[str]:
     """The parts that add up to the total, then the figures that are not part of it: the runner
     process is a share of the overhead, and the reserved compute buffer is virtual memory."""
     if not isinstance(est.get("total_bytes"), (int, float)):
-        return ["Memory estimate: ?"]
-    lines = [f"Memory estimate: {fmt_bytes(est['total_bytes'])} of RAM in total ="]
+        return [QCoreApplication.translate("ModelInspect", "Memory estimate: ?")]
+    lines = [QCoreApplication.translate("ModelInspect", "Memory estimate: {total} of RAM in total =").format(
+        total=fmt_bytes(est["total_bytes"]))]
     sign = "  "
     if isinstance(est.get("weights_bytes"), (int, float)):
-        lines.append(f"{sign}weights {fmt_bytes(est['weights_bytes'])}")
+        lines.append(sign + QCoreApplication.translate("ModelInspect", "weights {size}").format(
+            size=fmt_bytes(est["weights_bytes"])))
         sign = "+ "
     if isinstance(est.get("kv_bytes"), (int, float)):
         per_token = est.get("kv_bytes_per_token")
         tokens = est.get("kv_tokens")
-        detail = (f" ({tokens:,} tokens × {fmt_bytes(per_token)} per token)"
-                  if per_token and tokens else "")
-        lines.append(f"{sign}KV cache {fmt_bytes(est['kv_bytes'])}{detail}")
+        detail = ""
+        if per_token and tokens:
+            detail = " " + QCoreApplication.translate(
+                "ModelInspect", "({tokens} tokens × {size} per token)").format(
+                tokens=f"{tokens:,}", size=fmt_bytes(per_token))
+        lines.append(sign + QCoreApplication.translate("ModelInspect", "KV cache {size}").format(
+            size=fmt_bytes(est["kv_bytes"])) + detail)
     if isinstance(est.get("compute_bytes"), (int, float)):
-        lines.append(f"+ compute {fmt_bytes(est['compute_bytes'])} (the resident part)")
+        lines.append("+ " + QCoreApplication.translate(
+            "ModelInspect", "compute {size} (the resident part)").format(size=fmt_bytes(est["compute_bytes"])))
     if isinstance(est.get("overhead_bytes"), (int, float)):
         runtime = est.get("runtime_bytes")
-        lines.append(f"+ overhead {fmt_bytes(est['overhead_bytes'])}"
-                     + (f" (the runner process: {fmt_bytes(runtime)} of it)" if runtime else ""))
+        text = "+ " + QCoreApplication.translate("ModelInspect", "overhead {size}").format(
+            size=fmt_bytes(est["overhead_bytes"]))
+        if runtime:
+            text += " " + QCoreApplication.translate(
+                "ModelInspect", "(the runner process: {size} of it)").format(size=fmt_bytes(runtime))
+        lines.append(text)
     if est.get("compute_reserved_bytes"):
-        lines.append(f"Compute buffer reserved (virtual, mostly untouched): "
-                     f"{fmt_bytes(est['compute_reserved_bytes'])}, not in the total")
+        lines.append(QCoreApplication.translate(
+            "ModelInspect",
+            "Compute buffer reserved (virtual, mostly untouched): {size}, not in the total").format(
+            size=fmt_bytes(est["compute_reserved_bytes"])))
     if est.get("vram_bytes"):
-        lines.append(f"VRAM: {fmt_bytes(est['vram_bytes'])} (offloaded layers, their KV, GPU compute)")
+        lines.append(QCoreApplication.translate(
+            "ModelInspect", "VRAM: {size} (offloaded layers, their KV, GPU compute)").format(
+            size=fmt_bytes(est["vram_bytes"])))
     return lines

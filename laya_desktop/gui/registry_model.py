@@ -5,28 +5,48 @@ from types import MappingProxyType
 
 import time
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QAbstractTableModel, QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from laya_desktop.gui.units import fmt_bytes
 
-COLUMNS = ("Name", "Backend", "State", "RSS", "KV used", "Pinned", "Last used", "Source")
+# Column keys, and the header texts once translated (the marks let lupdate find them).
+COLUMNS = (QT_TRANSLATE_NOOP("RegistryModel", "Name"), QT_TRANSLATE_NOOP("RegistryModel", "Backend"),
+           QT_TRANSLATE_NOOP("RegistryModel", "State"), "RSS", QT_TRANSLATE_NOOP("RegistryModel", "KV used"),
+           QT_TRANSLATE_NOOP("RegistryModel", "Pinned"), QT_TRANSLATE_NOOP("RegistryModel", "Last used"),
+           QT_TRANSLATE_NOOP("RegistryModel", "Source"))
 STATE_COLORS = MappingProxyType({"ready": "#1f7a1f", "busy": "#1f4f9a", "loading": "#9a6b00",
                                  "error": "#b00020", "stopping": "#9a6b00", "unloaded": "#666666"})
 
 
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("RegistryModel", text)
+
+
+def state_text(state: str) -> str:
+    """An engine state (ready, busy, ...) in the window's language."""
+    names = {"ready": QCoreApplication.translate("RegistryModel", "ready"),
+             "busy": QCoreApplication.translate("RegistryModel", "busy"),
+             "loading": QCoreApplication.translate("RegistryModel", "loading"),
+             "error": QCoreApplication.translate("RegistryModel", "error"),
+             "stopping": QCoreApplication.translate("RegistryModel", "stopping"),
+             "unloaded": QCoreApplication.translate("RegistryModel", "unloaded"),
+             "remote": QCoreApplication.translate("RegistryModel", "remote")}
+    return names.get(state, state)
+
+
 def fmt_ago(t) -> str:
     if not t:
-        return "never"
+        return QCoreApplication.translate("RegistryModel", "never")
     try:
         ago = max(0.0, time.time() - float(t))
     except (TypeError, ValueError):
         return str(t)
     if ago < 60:
-        return f"{ago:.0f} s ago"
+        return QCoreApplication.translate("RegistryModel", "{n} s ago").format(n=f"{ago:.0f}")
     if ago < 3600:
-        return f"{ago / 60:.0f} min ago"
-    return f"{ago / 3600:.1f} h ago"
+        return QCoreApplication.translate("RegistryModel", "{n} min ago").format(n=f"{ago / 60:.0f}")
+    return QCoreApplication.translate("RegistryModel", "{n} h ago").format(n=f"{ago / 3600:.1f}")
 
 
 class RegistryModel(QAbstractTableModel):
@@ -59,7 +79,7 @@ class RegistryModel(QAbstractTableModel):
 
     def headerData(self, section: int, orientation, role: int = Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
+            return _tr(COLUMNS[section])
         return None
 
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
@@ -84,14 +104,19 @@ class RegistryModel(QAbstractTableModel):
         if col == "Backend":
             return cfg.get("backend", "")
         if col == "State":
-            return f"error: {live.get('error')}" if state == "error" and live.get("error") else state
+            if state == "error" and live.get("error"):
+                return QCoreApplication.translate("RegistryModel", "error: {error}").format(
+                    error=live.get("error"))
+            return state_text(state)
         if col == "RSS":
             return fmt_bytes(live.get("rss"))
         if col == "KV used":
             used, cap = live.get("kv_used_tokens"), live.get("kv_capacity_tokens")
-            return f"{used or 0} / {cap} tok" if cap else "—"
+            return QCoreApplication.translate("RegistryModel", "{used} / {capacity} tok").format(
+                used=used or 0, capacity=cap) if cap else "—"
         if col == "Pinned":
-            return "📌 yes" if live.get("pinned", cfg.get("keep_in_memory")) else ""
+            pinned = live.get("pinned", cfg.get("keep_in_memory"))
+            return "📌 " + QCoreApplication.translate("RegistryModel", "yes") if pinned else ""
         if col == "Last used":
             return fmt_ago(live.get("last_used"))
         if col == "Source":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QUndoCommand
 
 from laya_desktop.gui.rules_list import RulesList, undo_move
@@ -14,11 +15,25 @@ from laya_desktop.gui.rules_list import RulesList, undo_move
 Select = Callable[[int], None]
 
 
+def command_text(verb: str, name: str) -> str:
+    """The undo stack's text for a change, in the window's language."""
+    templates = {
+        "add": QCoreApplication.translate("RuleCommands", "add rule '{name}'"),
+        "duplicate": QCoreApplication.translate("RuleCommands", "duplicate rule '{name}'"),
+        "delete": QCoreApplication.translate("RuleCommands", "delete rule '{name}'"),
+        "edit": QCoreApplication.translate("RuleCommands", "edit rule '{name}'"),
+        "enable": QCoreApplication.translate("RuleCommands", "enable rule '{name}'"),
+        "disable": QCoreApplication.translate("RuleCommands", "disable rule '{name}'"),
+        "move": QCoreApplication.translate("RuleCommands", "move rule '{name}'"),
+    }
+    return templates.get(verb, verb + " rule '{name}'").format(name=name)
+
+
 class InsertCommand(QUndoCommand):
     """Add or duplicate: `rule` goes in at `index`."""
 
     def __init__(self, rules: RulesList, index: int, rule: dict, select: Select, verb: str) -> None:
-        super().__init__(f"{verb} rule '{rule.get('name', '')}'")
+        super().__init__(command_text(verb, rule.get("name", "")))
         self.rules, self.index, self.rule, self.select = rules, index, rule, select
 
     def redo(self) -> None:
@@ -32,7 +47,7 @@ class InsertCommand(QUndoCommand):
 
 class DeleteCommand(QUndoCommand):
     def __init__(self, rules: RulesList, index: int, select: Select) -> None:
-        super().__init__(f"delete rule '{rules[index].get('name', '')}'")
+        super().__init__(command_text("delete", rules[index].get("name", "")))
         self.rules, self.index, self.rule, self.select = rules, index, rules[index], select
 
     def redo(self) -> None:
@@ -49,7 +64,7 @@ class EditCommand(QUndoCommand):
 
     def __init__(self, rules: RulesList, index: int, after: dict, select: Select,
                  what: str = "edit") -> None:
-        super().__init__(f"{what} rule '{after.get('name', '')}'")
+        super().__init__(command_text(what, after.get("name", "")))
         self.rules, self.index, self.select = rules, index, select
         self.before, self.after = rules[index], after
 
@@ -67,7 +82,7 @@ class MoveCommand(QUndoCommand):
     `replay(src, dest)` moves without recording the move again."""
 
     def __init__(self, replay: Callable[[int, int], None], src: int, landed: int, name: str) -> None:
-        super().__init__(f"move rule '{name}'")
+        super().__init__(command_text("move", name))
         self.replay, self.src, self.landed = replay, src, landed
         self._first = True
 

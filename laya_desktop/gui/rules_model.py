@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QAbstractListModel, QByteArray, QMimeData, QModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QByteArray, QCoreApplication, QMimeData, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from laya_desktop.gui.rules_list import RulesList
@@ -28,7 +28,7 @@ def describe_match(match: dict | None) -> str:
         parts.append(f"chars>={match['min_prompt_chars']}")
     if match.get("max_prompt_chars") is not None:
         parts.append(f"chars<={match['max_prompt_chars']}")
-    return " ".join(parts) if parts else "anything"
+    return " ".join(parts) if parts else QCoreApplication.translate("RulesModel", "anything")
 
 
 class RulesModel(QAbstractListModel):
@@ -71,10 +71,10 @@ class RulesModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             text = f"{index.row() + 1}. {name}  →  {rule.get('target', '?')}"
             if rule.get("fallback"):
-                text += f"  (then {', '.join(rule['fallback'])})"
+                text += "  " + self.tr("(then {models})").format(models=", ".join(rule["fallback"]))
             text += f"   [{describe_match(rule.get('match'))}]"
             if not enabled:
-                text += "   (disabled)"
+                text += "   " + self.tr("(disabled)")
             if warnings:
                 text = "⚠ " + text + "   — " + warnings[0]
             return text

@@ -51,7 +51,7 @@ class ScreenshotDirector(QObject):
     def _on_state(self, state: str) -> None:
         if state == UP:
             self.engine_was_up = True
-            self.window.statusBar().showMessage("screenshot mode: preparing panels…")
+            self.window.statusBar().showMessage(self.tr("screenshot mode: preparing panels…"))
         elif state == DOWN and self._step == "wait-engine":
             self._step = "shoot"
             QTimer.singleShot(1000, self.shoot)  # the engine failed: pictures of what there is
@@ -122,7 +122,8 @@ class ScreenshotDirector(QObject):
 
     def _shoot_next(self, i: int) -> None:
         if i == len(PANELS):
-            self.window.statusBar().showMessage(f"saved {len(self.saved)} pictures in {self.out_dir}")
+            self.window.statusBar().showMessage(self.tr("saved {n} pictures in {folder}").format(
+                n=len(self.saved), folder=self.out_dir))
             QTimer.singleShot(0, self.window.close)
             return
         key = PANELS[i]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSpinBox,
@@ -14,18 +14,17 @@ from PySide6.QtWidgets import (
 from laya_desktop.gui.engine_client import ChatStream, EngineClient
 from laya_desktop.gui.workers import WorkerPool
 
-AUTO = "auto — route by rules"
-
-
 def footer(stats) -> str:
-    parts = [f"rule {stats.route or '—'}", f"model {stats.model or '—'}"]
+    parts = [QCoreApplication.translate("ChatPanel", "rule {rule}").format(rule=stats.route or "—"),
+             QCoreApplication.translate("ChatPanel", "model {model}").format(model=stats.model or "—")]
     parts.append(f"TTFT {stats.ttft_ms:.0f} ms" if stats.ttft_ms is not None else "TTFT —")
     tps = stats.tokens_per_s
     parts.append(f"{tps:.1f} tok/s" if tps is not None else "tok/s —")
     if stats.stopped:
-        parts.append("stopped")
+        parts.append(QCoreApplication.translate("ChatPanel", "stopped"))
     elif stats.finish_reason:
-        parts.append(f"finish {stats.finish_reason}")
+        parts.append(QCoreApplication.translate("ChatPanel", "finish {reason}").format(
+            reason=stats.finish_reason))
     return " · ".join(parts)
 
 
@@ -44,33 +43,34 @@ class ChatPanel(QWidget):
         self._reply = ""
 
         self.model = QComboBox()
-        self.model.addItem(AUTO, None)
+        self.model.addItem(self.auto_label(), None)
         self.tags = QLineEdit()
-        self.tags.setPlaceholderText("tags, e.g. code")
+        self.tags.setPlaceholderText(self.tr("tags, e.g. code"))
         self.system = QLineEdit()
-        self.system.setPlaceholderText("system prompt (optional)")
+        self.system.setPlaceholderText(self.tr("system prompt (optional)"))
         self.max_tokens = QSpinBox()
         self.max_tokens.setRange(1, 32768)
         self.max_tokens.setValue(256)
         top = QHBoxLayout()
-        for label, w in (("Model", self.model), ("Tags", self.tags), ("Max tokens", self.max_tokens)):
+        for label, w in ((self.tr("Model"), self.model), (self.tr("Tags"), self.tags),
+                         (self.tr("Max tokens"), self.max_tokens)):
             top.addWidget(QLabel(label))
             top.addWidget(w, 1 if w is not self.max_tokens else 0)
 
         self.view = QTextBrowser()
         self.view.setOpenExternalLinks(False)
         self.input = QPlainTextEdit()
-        self.input.setPlaceholderText("Message (Ctrl+Enter to send)")
+        self.input.setPlaceholderText(self.tr("Message (Ctrl+Enter to send)"))
         self.input.setMaximumHeight(90)
-        self.send_btn = QPushButton("Send")
+        self.send_btn = QPushButton(self.tr("Send"))
         self.send_btn.clicked.connect(lambda: self.send(self.input.toPlainText()))
-        self.stop_btn = QPushButton("Stop")
+        self.stop_btn = QPushButton(self.tr("Stop"))
         self.stop_btn.setEnabled(False)
         self.stop_btn.clicked.connect(self.stop)
-        new_btn = QPushButton("New chat")
+        new_btn = QPushButton(self.tr("New chat"))
         new_btn.clicked.connect(self.new_chat)
-        copy_btn = QPushButton("Copy")
-        copy_btn.setToolTip("copy the conversation as text")
+        copy_btn = QPushButton(self.tr("Copy"))
+        copy_btn.setToolTip(self.tr("copy the conversation as text"))
         copy_btn.clicked.connect(self.copy)
         buttons = QHBoxLayout()
         for b in (self.send_btn, self.stop_btn, new_btn, copy_btn):
@@ -94,10 +94,13 @@ class ChatPanel(QWidget):
             return
         super().keyPressEvent(event)
 
+    def auto_label(self) -> str:
+        return self.tr("auto — route by rules")
+
     def set_models(self, names: list[str]) -> None:
         current = self.model.currentData()
         self.model.clear()
-        self.model.addItem(AUTO, None)
+        self.model.addItem(self.auto_label(), None)
         for name in names:
             self.model.addItem(name, name)
         index = self.model.findData(current) if current else 0
@@ -129,7 +132,7 @@ class ChatPanel(QWidget):
         self._stream = stream = ChatStream()
         self.send_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
-        self.status.setText("waiting for the first token…")
+        self.status.setText(self.tr("waiting for the first token…"))
         self._render()
         self._worker = self.pool.stream(self.client.chat_stream, body, stream,
                                         yielded=self._on_token, returned=lambda _r: self._done(None),
@@ -159,7 +162,7 @@ class ChatPanel(QWidget):
         if stream.cancelled:
             stats.stopped = True
             stats.ended = stats.ended or time.perf_counter()
-        foot = footer(stats) if error is None else f"error: {error}"
+        foot = footer(stats) if error is None else self.tr("error: {error}").format(error=error)
         if self.transcript and self.transcript[-1][0] == "assistant":  # not cleared by New chat
             self.transcript[-1] = ("assistant", self._reply, foot)
             if self._reply:
@@ -168,7 +171,7 @@ class ChatPanel(QWidget):
                 self.history.pop()  # no answer: the question is not part of the conversation
         self.send_btn.setEnabled(True)
         self.stop_btn.setEnabled(False)
-        self.status.setText("stopped" if stats.stopped else ("" if error is None else str(error)))
+        self.status.setText(self.tr("stopped") if stats.stopped else ("" if error is None else str(error)))
         self._render()
         self.reply_finished.emit({"text": self._reply, "stats": stats, "error": error})
 
@@ -176,7 +179,7 @@ class ChatPanel(QWidget):
     def _render(self) -> None:
         parts = []
         for role, text, foot in self.transcript:
-            who = "You" if role == "user" else "Assistant"
+            who = self.tr("You") if role == "user" else self.tr("Assistant")
             color = "#1f4f9a" if role == "user" else "#1f7a1f"
             body = html.escape(text).replace("\n", "<br>") or "<i>…</i>"
             parts.append(f"<p><b style='color:{color}'>{who}</b><br>{body}</p>")
@@ -192,7 +195,8 @@ class ChatPanel(QWidget):
         self._render()
 
     def as_text(self) -> str:
-        return "\n\n".join(f"{'You' if r == 'user' else 'Assistant'}: {t}" + (f"\n[{f}]" if f else "")
+        you, assistant = self.tr("You"), self.tr("Assistant")
+        return "\n\n".join(f"{you if r == 'user' else assistant}: {t}" + (f"\n[{f}]" if f else "")
                            for r, t, f in self.transcript)
 
     def copy(self) -> None:

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import threading
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
     QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
@@ -23,7 +23,11 @@ from laya_desktop.gui.workers import WorkerPool
 DEFAULT_PROMPTS = ("Write a haiku about memory.\nExplain what a KV cache is in one sentence.\n"
                    "List three colors.\nSay hello in French.")
 STOP_GRACE_MS = 3000   # after Stop, requests still in flight this long are aborted
-RESULT_COLUMNS = ("#", "Status", "Model", "Rule", "Latency ms", "TTFT ms", "Tokens", "Error")
+RESULT_COLUMNS = ("#", QT_TRANSLATE_NOOP("LoadTestPanel", "Status"),
+                  QT_TRANSLATE_NOOP("LoadTestPanel", "Model"), QT_TRANSLATE_NOOP("LoadTestPanel", "Rule"),
+                  QT_TRANSLATE_NOOP("LoadTestPanel", "Latency ms"),
+                  QT_TRANSLATE_NOOP("LoadTestPanel", "TTFT ms"),
+                  QT_TRANSLATE_NOOP("LoadTestPanel", "Tokens"), QT_TRANSLATE_NOOP("LoadTestPanel", "Error"))
 
 
 def plain(obj) -> dict:
@@ -47,7 +51,7 @@ def flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
         if isinstance(value, dict):
             rows += flatten(value, name + ".")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
-            rows.append((name, f"{len(value)} items"))
+            rows.append((name, QCoreApplication.translate("LoadTestPanel", "{n} items").format(n=len(value))))
         elif isinstance(value, float):
             rows.append((name, f"{value:.3f}"))
         else:
@@ -97,7 +101,8 @@ async def _until_aborted(coro, abort: threading.Event):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            raise RuntimeError("load test aborted: the engine did not answer in time")
+            raise RuntimeError(QCoreApplication.translate(
+                "LoadTestPanel", "load test aborted: the engine did not answer in time"))
     return task.result()
 
 
@@ -116,14 +121,14 @@ class LoadTestPanel(QWidget):
         self.max_tokens = _spin(1, 8192, 16)
         self.model = QLineEdit("auto")
         self.tags = QLineEdit()
-        self.tags.setPlaceholderText("tags, comma-separated")
-        self.stream = QCheckBox("stream")
+        self.tags.setPlaceholderText(self.tr("tags, comma-separated"))
+        self.stream = QCheckBox(self.tr("stream"))
         self.stream.setChecked(True)
         self.prompts = QPlainTextEdit(DEFAULT_PROMPTS)
         self.prompts.setMaximumHeight(90)
-        self.run_btn = QPushButton("Run load test")
+        self.run_btn = QPushButton(self.tr("Run load test"))
         self.run_btn.clicked.connect(self.start)
-        self.stop_btn = QPushButton("Stop")
+        self.stop_btn = QPushButton(self.tr("Stop"))
         self.stop_btn.setEnabled(False)
         self.stop_btn.clicked.connect(self.stop)
         self._cancel = threading.Event()
@@ -131,16 +136,16 @@ class LoadTestPanel(QWidget):
         self.status = QLabel("")
         form = QFormLayout()
         row = QHBoxLayout()
-        for label, w in (("Concurrency", self.concurrency), ("Requests", self.requests),
-                         ("Max tokens", self.max_tokens)):
+        for label, w in ((self.tr("Concurrency"), self.concurrency), (self.tr("Requests"), self.requests),
+                         (self.tr("Max tokens"), self.max_tokens)):
             row.addWidget(QLabel(label))
             row.addWidget(w)
         row.addWidget(self.stream)
         row.addStretch(1)
         form.addRow(row)
-        form.addRow("Model", self.model)
-        form.addRow("Tags", self.tags)
-        form.addRow("Prompts (one per line)", self.prompts)
+        form.addRow(self.tr("Model"), self.model)
+        form.addRow(self.tr("Tags"), self.tags)
+        form.addRow(self.tr("Prompts (one per line)"), self.prompts)
         runrow = QHBoxLayout()
         runrow.addWidget(self.run_btn)
         runrow.addWidget(self.stop_btn)
@@ -148,12 +153,13 @@ class LoadTestPanel(QWidget):
         form.addRow(runrow)
 
         self.results = QTableWidget(0, len(RESULT_COLUMNS))
-        self.results.setHorizontalHeaderLabels(RESULT_COLUMNS)
+        self.results.setHorizontalHeaderLabels(
+            [QCoreApplication.translate("LoadTestPanel", c) for c in RESULT_COLUMNS])
         self.results.verticalHeader().setVisible(False)
         self.results.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.results.horizontalHeader().setStretchLastSection(True)
         self.summary = QTableWidget(0, 2)
-        self.summary.setHorizontalHeaderLabels(("Figure", "Value"))
+        self.summary.setHorizontalHeaderLabels((self.tr("Figure"), self.tr("Value")))
         self.summary.verticalHeader().setVisible(False)
         self.summary.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -173,7 +179,7 @@ class LoadTestPanel(QWidget):
         self.stop_btn.setEnabled(True)
         self.results.setRowCount(0)
         self.summary.setRowCount(0)
-        self.status.setText("running…")
+        self.status.setText(self.tr("running…"))
         prompts = [p for p in self.prompts.toPlainText().splitlines() if p.strip()] or ["Hello"]
         tags = [t.strip() for t in self.tags.text().split(",") if t.strip()]
         self.pool.submit(run_loadtest_blocking, self.relay, self.url, self.concurrency.value(),
@@ -186,7 +192,7 @@ class LoadTestPanel(QWidget):
     def stop(self) -> None:
         self._cancel.set()
         QTimer.singleShot(STOP_GRACE_MS, self._abort.set)   # this run's event: a later run has its own
-        self.status.setText("stopping…")
+        self.status.setText(self.tr("stopping…"))
 
     def _add_result(self, result) -> None:
         r = plain(result)
@@ -197,7 +203,7 @@ class LoadTestPanel(QWidget):
                   _first(r, "completion_tokens", "tokens"), _first(r, "error"))
         for col, value in enumerate(values):
             self.results.setItem(row, col, QTableWidgetItem(str(value)))
-        self.status.setText(f"running… {row + 1}/{self.requests.value()}")
+        self.status.setText(self.tr("running… {done}/{total}").format(done=row + 1, total=self.requests.value()))
 
     def _on_report(self, report) -> None:
         rows = flatten(plain(report))
@@ -205,10 +211,10 @@ class LoadTestPanel(QWidget):
         for i, (k, v) in enumerate(rows):
             self.summary.setItem(i, 0, QTableWidgetItem(k))
             self.summary.setItem(i, 1, QTableWidgetItem(v))
-        self._end(True, report, f"done: {self.results.rowCount()} requests")
+        self._end(True, report, self.tr("done: {n} requests").format(n=self.results.rowCount()))
 
     def _on_error(self, exc: Exception) -> None:
-        self._end(False, exc, f"load test failed: {exc}")
+        self._end(False, exc, self.tr("load test failed: {error}").format(error=exc))
 
     def _end(self, ok: bool, result, text: str) -> None:
         self.running = False

@@ -7,8 +7,6 @@ is already taken is refused inline. Nothing reaches the engine from here: the pa
 from __future__ import annotations
 
 import os
-from types import MappingProxyType
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,
@@ -20,9 +18,6 @@ from laya_desktop.gui.engine_client import probe_remote
 from laya_desktop.gui.model_inspect import describe_gguf, describe_mlx, inspect_gguf, inspect_mlx
 from laya_desktop.gui.rules_list import unique_name
 from laya_desktop.gui.workers import WorkerPool
-
-TITLES = MappingProxyType({"llama_cpp": "GGUF model", "mlx": "MLX model", "openai": "Remote endpoint"})
-
 
 def default_name(path: str, backend: str, taken) -> str:
     """The file or folder name, lower case, made unique; a folder name may hold dots (Qwen2.5-…)."""
@@ -47,12 +42,12 @@ class ModelDialog(QDialog):
         self._inspect_seq = 0
         self._accept_when_inspected = False
         self._probe: Sockets | None = None
-        self.setWindowTitle(("Edit " if existing else "Add ") + TITLES[backend])
+        self.setWindowTitle(self._title(backend, bool(existing)))
         self.setMinimumWidth(520)
         e = existing or {}
         form = QFormLayout()
         self.name = QLineEdit(e.get("name", ""))
-        form.addRow("Name", self.name)
+        form.addRow(self.tr("Name"), self.name)
         self.info = QLabel("")
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.TextFormat.PlainText)
@@ -70,15 +65,22 @@ class ModelDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.buttons)
 
+    def _title(self, backend: str, editing: bool) -> str:
+        if backend == "llama_cpp":
+            return self.tr("Edit GGUF model") if editing else self.tr("Add GGUF model")
+        if backend == "mlx":
+            return self.tr("Edit MLX model") if editing else self.tr("Add MLX model")
+        return self.tr("Edit remote endpoint") if editing else self.tr("Add remote endpoint")
+
     def _build_remote(self, form: QFormLayout, e: dict) -> None:
         self.base_url = QLineEdit(e.get("base_url", "https://api.openai.com/v1"))
         self.remote_model = QLineEdit(e.get("remote_model", ""))
         self.key_env = QLineEdit(e.get("api_key_env") or "")
-        self.key_env.setPlaceholderText("environment variable holding the key, e.g. OPENAI_API_KEY")
-        form.addRow("Base URL", self.base_url)
-        form.addRow("Remote model", self.remote_model)
-        form.addRow("Key variable", self.key_env)
-        form.addRow("", _button("Test connection", self.test_connection))
+        self.key_env.setPlaceholderText(self.tr("environment variable holding the key, e.g. OPENAI_API_KEY"))
+        form.addRow(self.tr("Base URL"), self.base_url)
+        form.addRow(self.tr("Remote model"), self.remote_model)
+        form.addRow(self.tr("Key variable"), self.key_env)
+        form.addRow("", _button(self.tr("Test connection"), self.test_connection))
 
     def _build_local(self, form: QFormLayout, e: dict) -> None:
         gguf = self.backend == "llama_cpp"
@@ -86,17 +88,17 @@ class ModelDialog(QDialog):
         self.path.textEdited.connect(self._forget_inspection)
         row = QHBoxLayout()
         row.addWidget(self.path, 1)
-        row.addWidget(_button("Browse…", self.browse))
-        form.addRow("GGUF file" if gguf else "MLX folder", row)
+        row.addWidget(_button(self.tr("Browse…"), self.browse))
+        form.addRow(self.tr("GGUF file") if gguf else self.tr("MLX folder"), row)
         self.n_ctx = _spin(256, 1 << 20, e.get("n_ctx", 4096))
         self.parallel = _spin(1, 256, e.get("parallel") or (4 if gguf else 1))
         self.idle_ttl = _spin(0, 7 * 86400, e.get("idle_ttl_s", 900))
-        self.pinned = QCheckBox("keep in memory (pinned)")
+        self.pinned = QCheckBox(self.tr("keep in memory (pinned)"))
         self.pinned.setChecked(bool(e.get("keep_in_memory", False)))
-        self.warmup = QCheckBox("load when the engine starts")
+        self.warmup = QCheckBox(self.tr("load when the engine starts"))
         self.warmup.setChecked(bool(e.get("warmup", False)))
-        form.addRow("Context (tokens/seq)", self.n_ctx)
-        form.addRow("Parallel sequences", self.parallel)
+        form.addRow(self.tr("Context (tokens/seq)"), self.n_ctx)
+        form.addRow(self.tr("Parallel sequences"), self.parallel)
         for spin in (self.n_ctx, self.parallel):
             spin.editingFinished.connect(self._reinspect)
         if gguf:
@@ -105,19 +107,20 @@ class ModelDialog(QDialog):
             self.kv_type.addItems(["f16", "q8_0", "q4_0"])
             self.kv_type.setCurrentText(e.get("kv_cache_type", "f16"))
             self.kv_type.currentTextChanged.connect(self._reinspect)
-            form.addRow("GPU layers (-1 all)", self.gpu_layers)
-            form.addRow("KV cache type", self.kv_type)
-        form.addRow("", _button("Inspect", self.inspect))
-        form.addRow("Idle TTL (s, 0 never)", self.idle_ttl)
+            form.addRow(self.tr("GPU layers (-1 all)"), self.gpu_layers)
+            form.addRow(self.tr("KV cache type"), self.kv_type)
+        form.addRow("", _button(self.tr("Inspect"), self.inspect))
+        form.addRow(self.tr("Idle TTL (s, 0 never)"), self.idle_ttl)
         form.addRow("", self.pinned)
         form.addRow("", self.warmup)
 
     # --- a file or folder ----------------------------------------------------------------------
     def browse(self) -> None:
         if self.backend == "llama_cpp":
-            path, _ = QFileDialog.getOpenFileName(self, "GGUF model", "", "GGUF models (*.gguf)")
+            path, _ = QFileDialog.getOpenFileName(self, self.tr("GGUF model"), "",
+                                                  self.tr("GGUF models (*.gguf)"))
         else:
-            path = QFileDialog.getExistingDirectory(self, "MLX model folder")
+            path = QFileDialog.getExistingDirectory(self, self.tr("MLX model folder"))
         if path:
             self.use_path(path)
 
@@ -133,11 +136,11 @@ class ModelDialog(QDialog):
         self._forget_inspection()
         seq = self._inspect_seq
         if self.backend == "llama_cpp":
-            self.info.setText("reading the GGUF header…")
+            self.info.setText(self.tr("reading the GGUF header…"))
             args = (inspect_gguf, path, self.n_ctx.value(), self.parallel.value(),
                     self.kv_type.currentText())
         else:
-            self.info.setText("reading the MLX folder…")
+            self.info.setText(self.tr("reading the MLX folder…"))
             args = (inspect_mlx, path, self.n_ctx.value(), self.parallel.value())
         self.pool.submit(*args, returned=lambda result: self._show_inspection(seq, path, result),
                          errored=lambda exc: self._show_inspect_error(seq, exc))
@@ -165,8 +168,10 @@ class ModelDialog(QDialog):
         if seq != self._inspect_seq:
             return
         self._accept_when_inspected = False
-        what = "file" if self.backend == "llama_cpp" else "folder"
-        self.info.setText(f"cannot use this {what}: {exc}")
+        if self.backend == "llama_cpp":
+            self.info.setText(self.tr("cannot use this file: {error}").format(error=exc))
+        else:
+            self.info.setText(self.tr("cannot use this folder: {error}").format(error=exc))
         self.inspect_failed.emit(str(exc))
 
     # --- a remote endpoint ---------------------------------------------------------------------
@@ -174,7 +179,7 @@ class ModelDialog(QDialog):
         self._abort_probe()
         self._probe = sockets = Sockets()
         key = os.environ.get(self.key_env.text().strip()) if self.key_env.text().strip() else None
-        self.info.setText("connecting…")
+        self.info.setText(self.tr("connecting…"))
         self.pool.submit(probe_remote, self.base_url.text().strip(), key, sockets=sockets,
                          on_quit=sockets.abort,
                          returned=lambda ids: self._show_remote_models(sockets, ids),
@@ -188,20 +193,22 @@ class ModelDialog(QDialog):
 
     def _show_remote_models(self, sockets: Sockets, ids: list[str]) -> None:
         if sockets is self._probe:
-            self.info.setText(f"OK: {len(ids)} models" + (f" ({', '.join(ids[:8])})" if ids else ""))
+            self.info.setText(self.tr("OK: {n} models").format(n=len(ids))
+                              + (f" ({', '.join(ids[:8])})" if ids else ""))
             self.connection_tested.emit(True, ids)
 
     def _show_remote_error(self, sockets: Sockets, exc: Exception) -> None:
         if sockets is self._probe:
-            self.info.setText(f"connection failed: {exc}")
+            self.info.setText(self.tr("connection failed: {error}").format(error=exc))
             self.connection_tested.emit(False, exc)
 
     # --- OK ------------------------------------------------------------------------------------
     def refusal(self, entry: dict) -> str | None:
         if not entry["name"]:
-            return "a name is required"
+            return self.tr("a name is required")
         if entry["name"] in self.taken:
-            return f"a model named '{entry['name']}' already exists: choose another name"
+            return self.tr("a model named '{name}' already exists: choose another name").format(
+                name=entry["name"])
         return None
 
     def _accept(self) -> None:

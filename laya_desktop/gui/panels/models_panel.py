@@ -36,16 +36,17 @@ class ModelsPanel(QWidget):
         self.table.doubleClicked.connect(lambda _i: self.edit_selected())
 
         row1, row2 = QHBoxLayout(), QHBoxLayout()
-        for label, slot in (("Add GGUF…", lambda: self.open_dialog("llama_cpp")),
-                            ("Add MLX…", lambda: self.open_dialog("mlx")),
-                            ("Add remote…", lambda: self.open_dialog("openai")),
-                            ("Edit…", self.edit_selected), ("Remove", self.remove_selected)):
+        for label, slot in ((self.tr("Add GGUF…"), lambda: self.open_dialog("llama_cpp")),
+                            (self.tr("Add MLX…"), lambda: self.open_dialog("mlx")),
+                            (self.tr("Add remote…"), lambda: self.open_dialog("openai")),
+                            (self.tr("Edit…"), self.edit_selected),
+                            (self.tr("Remove"), self.remove_selected)):
             row1.addWidget(_button(label, slot))
         row1.addStretch(1)
-        for label, slot in (("Load", lambda: self._on_selected(self.load)),
-                            ("Unload", lambda: self._on_selected(self.unload)),
-                            ("Warm up", lambda: self._on_selected(self.warm_up)),
-                            ("Pin / unpin", lambda: self._on_selected(self.toggle_pin))):
+        for label, slot in ((self.tr("Load"), lambda: self._on_selected(self.load)),
+                            (self.tr("Unload"), lambda: self._on_selected(self.unload)),
+                            (self.tr("Warm up"), lambda: self._on_selected(self.warm_up)),
+                            (self.tr("Pin / unpin"), lambda: self._on_selected(self.toggle_pin))):
             row2.addWidget(_button(label, slot))
         row2.addStretch(1)
         self.status = QLabel("")
@@ -69,7 +70,7 @@ class ModelsPanel(QWidget):
         if name:
             action(name)
         else:
-            self.status.setText("select a model first")
+            self.status.setText(self.tr("select a model first"))
 
     # --- registry changes (PUT /admin/config) ---------------------------------------------------
     def open_dialog(self, backend: str, existing: dict | None = None) -> ModelDialog:
@@ -94,8 +95,8 @@ class ModelsPanel(QWidget):
 
     def add_model(self, entry: dict) -> None:
         if entry.get("name") in self.doc.model_names():   # the dialog refuses it first; the config may have changed since
-            error = ValueError(f"a model named '{entry['name']}' already exists")
-            self.status.setText(f"add refused, nothing sent: {error}")
+            error = ValueError(self.tr("a model named '{name}' already exists").format(name=entry["name"]))
+            self.status.setText(self.tr("add refused, nothing sent: {error}").format(error=error))
             self.action_done.emit("add", False, error)
             return
         config = self.doc.copy()
@@ -126,21 +127,28 @@ class ModelsPanel(QWidget):
         for m in config.get("models", []):
             if m.get("name") == name:
                 if m.get("backend") == "openai":
-                    self.status.setText("remote models hold no local memory to pin")
+                    self.status.setText(self.tr("remote models hold no local memory to pin"))
                     return
                 m["keep_in_memory"] = not m.get("keep_in_memory", False)
         self._apply("pin", config)
 
+    def _action_text(self, action: str) -> str:
+        names = {"add": self.tr("add"), "edit": self.tr("edit"), "remove": self.tr("remove"),
+                 "pin": self.tr("pin"), "load": self.tr("load"), "unload": self.tr("unload"),
+                 "warm up": self.tr("warm up")}
+        return names.get(action, action)
+
     def _apply(self, action: str, config: dict) -> None:
-        self.status.setText(f"{action}: sending the config to the engine…")
+        what = self._action_text(action)
+        self.status.setText(self.tr("{action}: sending the config to the engine…").format(action=what))
 
         def done(ok: bool, result: object) -> None:
             if ok:
-                self.status.setText(f"{action}: applied")
+                self.status.setText(self.tr("{action}: applied").format(action=what))
             else:
                 describe = getattr(result, "describe", None)
-                self.status.setText(f"{action} refused, nothing changed:\n"
-                                    + (describe() if describe else str(result)))
+                self.status.setText(self.tr("{action} refused, nothing changed:").format(action=what)
+                                    + "\n" + (describe() if describe else str(result)))
             self.action_done.emit(action, ok, result)
         self.doc.apply(config, on_done=done)
 
@@ -155,14 +163,16 @@ class ModelsPanel(QWidget):
         self._call("warm up", self.doc.client.warm_up, name)
 
     def _call(self, action: str, fn: Callable, name: str) -> None:
-        self.status.setText(f"{action} {name}…")
+        what = self._action_text(action)
+        self.status.setText(self.tr("{action} {name}…").format(action=what, name=name))
 
         def ok(result: object) -> None:
-            self.status.setText(f"{action} {name}: done")
+            self.status.setText(self.tr("{action} {name}: done").format(action=what, name=name))
             self.action_done.emit(action, True, result)
 
         def bad(exc: Exception) -> None:
-            self.status.setText(f"{action} {name} failed: {exc}")
+            self.status.setText(self.tr("{action} {name} failed: {error}").format(
+                action=what, name=name, error=exc))
             self.action_done.emit(action, False, exc)
         self.pool.submit(fn, name, returned=ok, errored=bad)
 

@@ -47,11 +47,12 @@ class RoutesPanel(QWidget):
 
         buttons = QHBoxLayout()
         self.btn = {}
-        for key, label, slot in (("add", "Add", self.add_rule), ("dup", "Duplicate", self.duplicate_rule),
-                                 ("del", "Delete", self.delete_rule),
-                                 ("toggle", "Enable/Disable", self.toggle_rule),
-                                 ("undo", "Undo", self.undo_stack.undo),
-                                 ("redo", "Redo", self.undo_stack.redo)):
+        for key, label, slot in (("add", self.tr("Add"), self.add_rule),
+                                 ("dup", self.tr("Duplicate"), self.duplicate_rule),
+                                 ("del", self.tr("Delete"), self.delete_rule),
+                                 ("toggle", self.tr("Enable/Disable"), self.toggle_rule),
+                                 ("undo", self.tr("Undo"), self.undo_stack.undo),
+                                 ("redo", self.tr("Redo"), self.undo_stack.redo)):
             b = QPushButton(label)
             b.clicked.connect(slot)
             buttons.addWidget(b)
@@ -59,9 +60,9 @@ class RoutesPanel(QWidget):
         self._wire_undo()
 
         apply_row = QHBoxLayout()
-        self.apply_btn = QPushButton("Apply")
+        self.apply_btn = QPushButton(self.tr("Apply"))
         self.apply_btn.clicked.connect(self.apply)
-        self.revert_btn = QPushButton("Revert")
+        self.revert_btn = QPushButton(self.tr("Revert"))
         self.revert_btn.clicked.connect(self.revert)
         self.status = QLabel("")
         self.status.setWordWrap(True)
@@ -71,8 +72,8 @@ class RoutesPanel(QWidget):
 
         left = QWidget()
         lv = QVBoxLayout(left)
-        lv.addWidget(QLabel("Rules, in order — the first rule whose conditions all hold wins. "
-                            "Drag to reorder."))
+        lv.addWidget(QLabel(self.tr("Rules, in order — the first rule whose conditions all hold wins. "
+                                    "Drag to reorder.")))
         lv.addWidget(self.view, 1)
         lv.addLayout(buttons)
         lv.addLayout(apply_row)
@@ -98,12 +99,13 @@ class RoutesPanel(QWidget):
 
     def _wire_undo(self) -> None:
         stack = self.undo_stack
-        for key, can, text in (("undo", stack.canUndoChanged, stack.undoTextChanged),
-                               ("redo", stack.canRedoChanged, stack.redoTextChanged)):
+        for key, can, text, verb in (
+                ("undo", stack.canUndoChanged, stack.undoTextChanged, self.tr("undo {change}")),
+                ("redo", stack.canRedoChanged, stack.redoTextChanged, self.tr("redo {change}"))):
             button = self.btn[key]
             button.setEnabled(False)
             can.connect(button.setEnabled)
-            text.connect(lambda change, button=button, key=key: button.setToolTip(f"{key} {change}"))
+            text.connect(lambda change, button=button, verb=verb: button.setToolTip(verb.format(change=change)))
         for keys, slot in ((QKeySequence.StandardKey.Undo, stack.undo),
                            (QKeySequence.StandardKey.Redo, stack.redo)):
             action = QAction(self)
@@ -113,23 +115,23 @@ class RoutesPanel(QWidget):
             self.addAction(action)   # a focused text field keeps its own undo
 
     def _build_try_box(self) -> QGroupBox:
-        box = QGroupBox("Try a request (explained by the engine against the applied rules)")
+        box = QGroupBox(self.tr("Try a request (explained by the engine against the applied rules)"))
         form = QFormLayout(box)
         self.try_prompt = QPlainTextEdit()
-        self.try_prompt.setPlaceholderText("prompt text")
+        self.try_prompt.setPlaceholderText(self.tr("prompt text"))
         self.try_prompt.setMaximumHeight(70)
         self.try_tags = QLineEdit()
-        self.try_tags.setPlaceholderText("tags, comma-separated")
+        self.try_tags.setPlaceholderText(self.tr("tags, comma-separated"))
         self.try_model = QLineEdit()
-        self.try_model.setPlaceholderText("model asked for (empty = auto)")
-        self.try_btn = QPushButton("Explain")
+        self.try_model.setPlaceholderText(self.tr("model asked for (empty = auto)"))
+        self.try_btn = QPushButton(self.tr("Explain"))
         self.try_btn.clicked.connect(lambda: self.explain(self.try_prompt.toPlainText(),
                                                           _split(self.try_tags.text()),
                                                           self.try_model.text().strip() or None))
         self.try_result = QTextBrowser()
-        form.addRow("Prompt", self.try_prompt)
-        form.addRow("Tags", self.try_tags)
-        form.addRow("Model", self.try_model)
+        form.addRow(self.tr("Prompt"), self.try_prompt)
+        form.addRow(self.tr("Tags"), self.try_tags)
+        form.addRow(self.tr("Model"), self.try_model)
         form.addRow("", self.try_btn)
         form.addRow(self.try_result)
         return box
@@ -163,7 +165,7 @@ class RoutesPanel(QWidget):
             return
         per_rule, general = rule_warnings(self.edited_config())
         self.model.set_warnings(per_rule)
-        note = "unapplied changes" if self.dirty else "applied"
+        note = self.tr("unapplied changes") if self.dirty else self.tr("applied")
         self.status.setText(note + ("" if not general else " — " + "; ".join(general)))
 
     # --- editing -------------------------------------------------------------------------------
@@ -231,47 +233,48 @@ class RoutesPanel(QWidget):
     # --- apply and explain ---------------------------------------------------------------------
     def apply(self) -> None:
         self.apply_btn.setEnabled(False)
-        self.status.setText("applying…")
+        self.status.setText(self.tr("applying…"))
         self.doc.apply(self.edited_config(), on_done=self._on_apply_done)
 
     def _on_apply_done(self, ok: bool, result: object) -> None:
         self.apply_btn.setEnabled(True)
         if ok:
             self._load_routes(result.get("routes", []))  # type: ignore[union-attr]
-            self.status.setText("applied and saved by the engine")
+            self.status.setText(self.tr("applied and saved by the engine"))
         else:
             describe = getattr(result, "describe", None)
-            self.status.setText("refused, nothing changed:\n" + (describe() if describe else str(result)))
+            self.status.setText(self.tr("refused, nothing changed:") + "\n"
+                                + (describe() if describe else str(result)))
         self.applied.emit(ok, result)
 
     def explain(self, prompt: str, tags: list[str], model: str | None) -> None:
-        self.try_result.setPlainText("asking the engine…")
+        self.try_result.setPlainText(self.tr("asking the engine…"))
         self.pool.submit(self.doc.client.explain, prompt, tags, model,
                          returned=self._show_explanation, errored=self._show_explain_error)
 
     def _show_explanation(self, answer: dict) -> None:
         lines = []
         if answer.get("direct"):
-            lines.append(f"<b>Direct:</b> the request names model <b>{_h(answer.get('target'))}</b>; "
-                         "rules are not consulted.")
+            lines.append(self.tr("<b>Direct:</b> the request names model <b>{model}</b>; "
+                                 "rules are not consulted.").format(model=_h(answer.get("target"))))
         elif answer.get("rule"):
-            lines.append(f"<b>Rule:</b> {_h(answer['rule'])} &nbsp; "
-                         f"<b>Target:</b> {_h(answer.get('target'))}")
+            lines.append(self.tr("<b>Rule:</b> {rule} &nbsp; <b>Target:</b> {target}").format(
+                rule=_h(answer["rule"]), target=_h(answer.get("target"))))
         else:
-            lines.append("<b>No rule matches</b> (the request would get 404 model_not_found).")
+            lines.append(self.tr("<b>No rule matches</b> (the request would get 404 model_not_found)."))
         if answer.get("fallbacks"):
-            lines.append(f"<b>Fallbacks:</b> {_h(', '.join(answer['fallbacks']))}")
+            lines.append(self.tr("<b>Fallbacks:</b> {models}").format(models=_h(", ".join(answer["fallbacks"]))))
         for step in answer.get("explanation", []):
             mark = "✔" if step.get("matched") else "✘"
             reasons = "; ".join(map(str, step.get("reasons", []))) or ""
             lines.append(f"{mark} {_h(step.get('rule'))}: {_h(reasons)}")
         if self.dirty:
-            lines.append("<i>Note: you have unapplied changes; this explains the applied rules.</i>")
+            lines.append(self.tr("<i>Note: you have unapplied changes; this explains the applied rules.</i>"))
         self.try_result.setHtml("<br>".join(lines))
         self.explained.emit(answer)
 
     def _show_explain_error(self, exc: Exception) -> None:
-        self.try_result.setPlainText(f"explain failed: {exc}")
+        self.try_result.setPlainText(self.tr("explain failed: {error}").format(error=exc))
         self.explained.emit(exc)
 
 

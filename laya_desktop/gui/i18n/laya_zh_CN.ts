@@ -1,0 +1,1171 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>AboutDialog</name>
+    <message>
+        <source>About Laya Desktop</source>
+        <translation>关于 Laya Desktop</translation>
+    </message>
+    <message>
+        <source>Licence…</source>
+        <translation>许可证…</translation>
+    </message>
+    <message>
+        <source>Third-party notices…</source>
+        <translation>第三方声明…</translation>
+    </message>
+    <message>
+        <source>Laya Desktop licence</source>
+        <translation>Laya Desktop 许可证</translation>
+    </message>
+    <message>
+        <source>Third-party notices</source>
+        <translation>第三方声明</translation>
+    </message>
+    <message>
+        <source>{name} is not in this installation</source>
+        <translation>此安装中没有 {name}</translation>
+    </message>
+    <message>
+        <source>Qt {qt} · PySide6 {pyside} · Python {python}</source>
+        <translation>Qt {qt} · PySide6 {pyside} · Python {python}</translation>
+    </message>
+    <message>
+        <source>A local model gateway with a control panel.</source>
+        <translation>带控制面板的本地模型网关。</translation>
+    </message>
+    <message>
+        <source>Laya Desktop is free software under the MIT licence.</source>
+        <translation>Laya Desktop 是基于 MIT 许可证的自由软件。</translation>
+    </message>
+    <message>
+        <source>It uses Qt and PySide6 under the GNU LGPL v3, and pyqtgraph, llama.cpp, llama-cpp-python, numpy and other libraries under their own licences.</source>
+        <translation>它按 GNU LGPL v3 使用 Qt 和 PySide6，并按各自的许可证使用 pyqtgraph、llama.cpp、llama-cpp-python、numpy 等库。</translation>
+    </message>
+    <message>
+        <source>Built-in models: Gemma 3 270M is provided under and subject to the Gemma Terms of Use (ai.google.dev/gemma/terms); SmolLM2-135M-Instruct is under the Apache License 2.0.</source>
+        <translation>内置模型：Gemma 3 270M 依据并受限于 Gemma 使用条款（ai.google.dev/gemma/terms）提供；SmolLM2-135M-Instruct 采用 Apache License 2.0。</translation>
+    </message>
+</context>
+<context>
+    <name>ChatPanel</name>
+    <message>
+        <source>rule {rule}</source>
+        <translation>规则 {rule}</translation>
+    </message>
+    <message>
+        <source>model {model}</source>
+        <translation>模型 {model}</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>finish {reason}</source>
+        <translation>结束原因 {reason}</translation>
+    </message>
+    <message>
+        <source>tags, e.g. code</source>
+        <translation>标签，例如 code</translation>
+    </message>
+    <message>
+        <source>system prompt (optional)</source>
+        <translation>系统提示词（可选）</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Tags</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Max tokens</source>
+        <translation>最大 token 数</translation>
+    </message>
+    <message>
+        <source>Message (Ctrl+Enter to send)</source>
+        <translation>消息（Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>copy the conversation as text</source>
+        <translation>将对话复制为文本</translation>
+    </message>
+    <message>
+        <source>auto — route by rules</source>
+        <translation>auto — 按规则路由</translation>
+    </message>
+    <message>
+        <source>waiting for the first token…</source>
+        <translation>正在等待第一个 token…</translation>
+    </message>
+    <message>
+        <source>error: {error}</source>
+        <translation>错误：{error}</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+</context>
+<context>
+    <name>ConfigDocument</name>
+    <message>
+        <source>reading the config: {error}</source>
+        <translation>读取配置：{error}</translation>
+    </message>
+    <message>
+        <source>applying the config: {error}</source>
+        <translation>应用配置：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>EngineController</name>
+    <message>
+        <source>the engine did not become healthy at {address}</source>
+        <translation>{address} 上的引擎未能进入健康状态</translation>
+    </message>
+    <message>
+        <source>started engine at {address}</source>
+        <translation>已在 {address} 启动引擎</translation>
+    </message>
+    <message>
+        <source>attached to engine at {address}</source>
+        <translation>已连接到 {address} 上的引擎</translation>
+    </message>
+    <message>
+        <source>the engine at this address is not ours to restart</source>
+        <translation>此地址上的引擎不是本程序启动的，无法重启</translation>
+    </message>
+    <message>
+        <source>the engine did not come back at {address}</source>
+        <translation>{address} 上的引擎没有恢复</translation>
+    </message>
+</context>
+<context>
+    <name>LoadTestPanel</name>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>Latency ms</source>
+        <translation>延迟 ms</translation>
+    </message>
+    <message>
+        <source>TTFT ms</source>
+        <translation>首 token 时间 ms</translation>
+    </message>
+    <message>
+        <source>Tokens</source>
+        <translation>Token 数</translation>
+    </message>
+    <message>
+        <source>Error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>{n} items</source>
+        <translation>{n} 项</translation>
+    </message>
+    <message>
+        <source>load test aborted: the engine did not answer in time</source>
+        <translation>压力测试已中止：引擎未及时响应</translation>
+    </message>
+    <message>
+        <source>tags, comma-separated</source>
+        <translation>标签，用逗号分隔</translation>
+    </message>
+    <message>
+        <source>stream</source>
+        <translation>流式</translation>
+    </message>
+    <message>
+        <source>Run load test</source>
+        <translation>运行压力测试</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Concurrency</source>
+        <translation>并发数</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Max tokens</source>
+        <translation>最大 token 数</translation>
+    </message>
+    <message>
+        <source>Tags</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Prompts (one per line)</source>
+        <translation>提示词（每行一个）</translation>
+    </message>
+    <message>
+        <source>Figure</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Value</source>
+        <translation>数值</translation>
+    </message>
+    <message>
+        <source>running…</source>
+        <translation>运行中…</translation>
+    </message>
+    <message>
+        <source>stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <source>running… {done}/{total}</source>
+        <translation>运行中… {done}/{total}</translation>
+    </message>
+    <message>
+        <source>done: {n} requests</source>
+        <translation>完成：{n} 个请求</translation>
+    </message>
+    <message>
+        <source>load test failed: {error}</source>
+        <translation>压力测试失败：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Laya Desktop — {path}</source>
+        <translation>Laya Desktop — {path}</translation>
+    </message>
+    <message>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Routes</source>
+        <translation>路由</translation>
+    </message>
+    <message>
+        <source>Monitor</source>
+        <translation>监控</translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Load test</source>
+        <translation>压力测试</translation>
+    </message>
+    <message>
+        <source>&amp;Engine</source>
+        <translation>引擎(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;Restart engine</source>
+        <translation>重启引擎(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Open &amp;log folder</source>
+        <translation>打开日志文件夹(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>System default</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Laya Desktop</source>
+        <translation>关于 Laya Desktop(&amp;A)</translation>
+    </message>
+    <message>
+        <source>The language changes the next time Laya Desktop starts.</source>
+        <translation>语言将在下次启动 Laya Desktop 时生效。</translation>
+    </message>
+    <message>
+        <source>models loaded: {loaded}/{total}</source>
+        <translation>已加载模型：{loaded}/{total}</translation>
+    </message>
+    <message>
+        <source>RAM: {used} / {total}</source>
+        <translation>内存：{used} / {total}</translation>
+    </message>
+    <message>
+        <source>up</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>down</source>
+        <translation>未运行</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>启动中</translation>
+    </message>
+    <message>
+        <source>engine: {state}</source>
+        <translation>引擎：{state}</translation>
+    </message>
+</context>
+<context>
+    <name>MlxFolder</name>
+    <message>
+        <source>choose the model folder first</source>
+        <translation>请先选择模型文件夹</translation>
+    </message>
+    <message>
+        <source>(add a .gguf file as a GGUF model)</source>
+        <translation>（.gguf 文件请作为 GGUF 模型添加）</translation>
+    </message>
+    <message>
+        <source>{path} is a file; an MLX model is a folder with config.json and *.safetensors</source>
+        <translation>{path} 是一个文件；MLX 模型是包含 config.json 和 *.safetensors 的文件夹</translation>
+    </message>
+    <message>
+        <source>(it holds .gguf files: add them as GGUF models)</source>
+        <translation>（其中有 .gguf 文件：请作为 GGUF 模型添加）</translation>
+    </message>
+    <message>
+        <source>no *.safetensors weights in {path}</source>
+        <translation>{path} 中没有 *.safetensors 权重</translation>
+    </message>
+    <message>
+        <source>no tokenizer file (tokenizer.json or tokenizer.model): mlx-lm may fail to load it</source>
+        <translation>没有分词器文件（tokenizer.json 或 tokenizer.model）：mlx-lm 可能无法加载</translation>
+    </message>
+    <message>
+        <source>no config.json in {path}</source>
+        <translation>{path} 中没有 config.json</translation>
+    </message>
+    <message>
+        <source>config.json cannot be read: {error}</source>
+        <translation>无法读取 config.json：{error}</translation>
+    </message>
+    <message>
+        <source>config.json does not hold a JSON object</source>
+        <translation>config.json 的内容不是 JSON 对象</translation>
+    </message>
+</context>
+<context>
+    <name>ModelDialog</name>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Edit GGUF model</source>
+        <translation>编辑 GGUF 模型</translation>
+    </message>
+    <message>
+        <source>Add GGUF model</source>
+        <translation>添加 GGUF 模型</translation>
+    </message>
+    <message>
+        <source>Edit MLX model</source>
+        <translation>编辑 MLX 模型</translation>
+    </message>
+    <message>
+        <source>Add MLX model</source>
+        <translation>添加 MLX 模型</translation>
+    </message>
+    <message>
+        <source>Edit remote endpoint</source>
+        <translation>编辑远程端点</translation>
+    </message>
+    <message>
+        <source>Add remote endpoint</source>
+        <translation>添加远程端点</translation>
+    </message>
+    <message>
+        <source>environment variable holding the key, e.g. OPENAI_API_KEY</source>
+        <translation>保存密钥的环境变量，例如 OPENAI_API_KEY</translation>
+    </message>
+    <message>
+        <source>Base URL</source>
+        <translation>基础 URL</translation>
+    </message>
+    <message>
+        <source>Remote model</source>
+        <translation>远程模型</translation>
+    </message>
+    <message>
+        <source>Key variable</source>
+        <translation>密钥变量</translation>
+    </message>
+    <message>
+        <source>Test connection</source>
+        <translation>测试连接</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>GGUF file</source>
+        <translation>GGUF 文件</translation>
+    </message>
+    <message>
+        <source>MLX folder</source>
+        <translation>MLX 文件夹</translation>
+    </message>
+    <message>
+        <source>keep in memory (pinned)</source>
+        <translation>常驻内存（固定）</translation>
+    </message>
+    <message>
+        <source>load when the engine starts</source>
+        <translation>引擎启动时加载</translation>
+    </message>
+    <message>
+        <source>Context (tokens/seq)</source>
+        <translation>上下文（每序列 token 数）</translation>
+    </message>
+    <message>
+        <source>Parallel sequences</source>
+        <translation>并行序列数</translation>
+    </message>
+    <message>
+        <source>GPU layers (-1 all)</source>
+        <translation>GPU 层数（-1 为全部）</translation>
+    </message>
+    <message>
+        <source>KV cache type</source>
+        <translation>KV 缓存类型</translation>
+    </message>
+    <message>
+        <source>Inspect</source>
+        <translation>检查</translation>
+    </message>
+    <message>
+        <source>Idle TTL (s, 0 never)</source>
+        <translation>空闲卸载时间（秒，0 为从不）</translation>
+    </message>
+    <message>
+        <source>GGUF model</source>
+        <translation>GGUF 模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>MLX model folder</source>
+        <translation>MLX 模型文件夹</translation>
+    </message>
+    <message>
+        <source>reading the GGUF header…</source>
+        <translation>正在读取 GGUF 文件头…</translation>
+    </message>
+    <message>
+        <source>reading the MLX folder…</source>
+        <translation>正在读取 MLX 文件夹…</translation>
+    </message>
+    <message>
+        <source>cannot use this file: {error}</source>
+        <translation>无法使用此文件：{error}</translation>
+    </message>
+    <message>
+        <source>cannot use this folder: {error}</source>
+        <translation>无法使用此文件夹：{error}</translation>
+    </message>
+    <message>
+        <source>connecting…</source>
+        <translation>正在连接…</translation>
+    </message>
+    <message>
+        <source>OK: {n} models</source>
+        <translation>成功：{n} 个模型</translation>
+    </message>
+    <message>
+        <source>connection failed: {error}</source>
+        <translation>连接失败：{error}</translation>
+    </message>
+    <message>
+        <source>a name is required</source>
+        <translation>必须填写名称</translation>
+    </message>
+    <message>
+        <source>a model named &apos;{name}&apos; already exists: choose another name</source>
+        <translation>已存在名为 &apos;{name}&apos; 的模型：请换一个名称</translation>
+    </message>
+</context>
+<context>
+    <name>ModelInspect</name>
+    <message>
+        <source>Architecture: {value}</source>
+        <translation>架构：{value}</translation>
+    </message>
+    <message>
+        <source>Parameters: {value}</source>
+        <translation>参数量：{value}</translation>
+    </message>
+    <message>
+        <source>Quantization: {value}</source>
+        <translation>量化：{value}</translation>
+    </message>
+    <message>
+        <source>Context length: {value}</source>
+        <translation>上下文长度：{value}</translation>
+    </message>
+    <message>
+        <source>Weights: {size} in {files} safetensors file(s) ({quantization})</source>
+        <translation>权重：{size}，共 {files} 个 safetensors 文件（{quantization}）</translation>
+    </message>
+    <message>
+        <source>Warning: {text}</source>
+        <translation>警告：{text}</translation>
+    </message>
+    <message>
+        <source>Memory estimate: ?</source>
+        <translation>内存估算：?</translation>
+    </message>
+    <message>
+        <source>Memory estimate: {total} of RAM in total =</source>
+        <translation>内存估算：共需 {total} 内存 =</translation>
+    </message>
+    <message>
+        <source>weights {size}</source>
+        <translation>权重 {size}</translation>
+    </message>
+    <message>
+        <source>({tokens} tokens × {size} per token)</source>
+        <translation>（{tokens} 个 token × 每个 token {size}）</translation>
+    </message>
+    <message>
+        <source>KV cache {size}</source>
+        <translation>KV 缓存 {size}</translation>
+    </message>
+    <message>
+        <source>compute {size} (the resident part)</source>
+        <translation>计算缓冲 {size}（常驻部分）</translation>
+    </message>
+    <message>
+        <source>overhead {size}</source>
+        <translation>额外开销 {size}</translation>
+    </message>
+    <message>
+        <source>(the runner process: {size} of it)</source>
+        <translation>（其中运行进程占 {size}）</translation>
+    </message>
+    <message>
+        <source>Compute buffer reserved (virtual, mostly untouched): {size}, not in the total</source>
+        <translation>预留的计算缓冲（虚拟内存，大多未使用）：{size}，不计入总数</translation>
+    </message>
+    <message>
+        <source>VRAM: {size} (offloaded layers, their KV, GPU compute)</source>
+        <translation>显存：{size}（卸载到 GPU 的层、其 KV 缓存及 GPU 计算）</translation>
+    </message>
+</context>
+<context>
+    <name>ModelsPanel</name>
+    <message>
+        <source>Add GGUF…</source>
+        <translation>添加 GGUF…</translation>
+    </message>
+    <message>
+        <source>Add MLX…</source>
+        <translation>添加 MLX…</translation>
+    </message>
+    <message>
+        <source>Add remote…</source>
+        <translation>添加远程…</translation>
+    </message>
+    <message>
+        <source>Edit…</source>
+        <translation>编辑…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Load</source>
+        <translation>加载</translation>
+    </message>
+    <message>
+        <source>Unload</source>
+        <translation>卸载</translation>
+    </message>
+    <message>
+        <source>Warm up</source>
+        <translation>预热</translation>
+    </message>
+    <message>
+        <source>Pin / unpin</source>
+        <translation>固定 / 取消固定</translation>
+    </message>
+    <message>
+        <source>select a model first</source>
+        <translation>请先选择一个模型</translation>
+    </message>
+    <message>
+        <source>a model named &apos;{name}&apos; already exists</source>
+        <translation>已存在名为 &apos;{name}&apos; 的模型</translation>
+    </message>
+    <message>
+        <source>add refused, nothing sent: {error}</source>
+        <translation>添加被拒绝，未发送任何内容：{error}</translation>
+    </message>
+    <message>
+        <source>remote models hold no local memory to pin</source>
+        <translation>远程模型不占用本地内存，无需固定</translation>
+    </message>
+    <message>
+        <source>add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>edit</source>
+        <translation>编辑</translation>
+    </message>
+    <message>
+        <source>remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>pin</source>
+        <translation>固定</translation>
+    </message>
+    <message>
+        <source>load</source>
+        <translation>加载</translation>
+    </message>
+    <message>
+        <source>unload</source>
+        <translation>卸载</translation>
+    </message>
+    <message>
+        <source>warm up</source>
+        <translation>预热</translation>
+    </message>
+    <message>
+        <source>{action}: sending the config to the engine…</source>
+        <translation>{action}：正在将配置发送到引擎…</translation>
+    </message>
+    <message>
+        <source>{action}: applied</source>
+        <translation>{action}：已应用</translation>
+    </message>
+    <message>
+        <source>{action} refused, nothing changed:</source>
+        <translation>{action}被拒绝，未做任何更改：</translation>
+    </message>
+    <message>
+        <source>{action} {name}…</source>
+        <translation>{action} {name}…</translation>
+    </message>
+    <message>
+        <source>{action} {name}: done</source>
+        <translation>{action} {name}：完成</translation>
+    </message>
+    <message>
+        <source>{action} {name} failed: {error}</source>
+        <translation>{action} {name} 失败：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>MonitorPanel</name>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>KV used</source>
+        <translation>KV 已用</translation>
+    </message>
+    <message>
+        <source>KV bytes</source>
+        <translation>KV 字节</translation>
+    </message>
+    <message>
+        <source>Active</source>
+        <translation>活动</translation>
+    </message>
+    <message>
+        <source>Queued</source>
+        <translation>排队</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>加载中</translation>
+    </message>
+    <message>
+        <source>loaded</source>
+        <translation>已加载</translation>
+    </message>
+    <message>
+        <source>unloaded</source>
+        <translation>未加载</translation>
+    </message>
+    <message>
+        <source>emergency unload</source>
+        <translation>紧急卸载</translation>
+    </message>
+    <message>
+        <source>runner crashed</source>
+        <translation>运行进程崩溃</translation>
+    </message>
+    <message>
+        <source>load refused</source>
+        <translation>拒绝加载</translation>
+    </message>
+    <message>
+        <source>load failed</source>
+        <translation>加载失败</translation>
+    </message>
+    <message>
+        <source>config applied</source>
+        <translation>配置已应用</translation>
+    </message>
+    <message>
+        <source>config rejected</source>
+        <translation>配置被拒绝</translation>
+    </message>
+    <message>
+        <source>time (s)</source>
+        <translation>时间（秒）</translation>
+    </message>
+    <message>
+        <source>waiting for telemetry…</source>
+        <translation>正在等待遥测数据…</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>KV cache per model</source>
+        <translation>各模型的 KV 缓存</translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation>token</translation>
+    </message>
+    <message>
+        <source>RAM used</source>
+        <translation>已用内存</translation>
+    </message>
+    <message>
+        <source>RAM available</source>
+        <translation>可用内存</translation>
+    </message>
+    <message>
+        <source>swap used</source>
+        <translation>已用交换空间</translation>
+    </message>
+    <message>
+        <source>no telemetry from the engine yet ({reason})</source>
+        <translation>尚未收到引擎的遥测数据（{reason}）</translation>
+    </message>
+    <message>
+        <source>no GPU</source>
+        <translation>无 GPU</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;RAM&lt;/b&gt; {used} used of {total}, {available} available</source>
+        <translation>&lt;b&gt;内存&lt;/b&gt; 已用 {used} / 共 {total}，可用 {available}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Swap&lt;/b&gt; {used} of {total} (in {rate_in}/s, out {rate_out}/s)</source>
+        <translation>&lt;b&gt;交换空间&lt;/b&gt; {used} / {total}（换入 {rate_in}/s，换出 {rate_out}/s）</translation>
+    </message>
+</context>
+<context>
+    <name>RegistryModel</name>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>KV used</source>
+        <translation>KV 已用</translation>
+    </message>
+    <message>
+        <source>Pinned</source>
+        <translation>固定</translation>
+    </message>
+    <message>
+        <source>Last used</source>
+        <translation>上次使用</translation>
+    </message>
+    <message>
+        <source>Source</source>
+        <translation>来源</translation>
+    </message>
+    <message>
+        <source>ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>busy</source>
+        <translation>忙碌</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>加载中</translation>
+    </message>
+    <message>
+        <source>error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>stopping</source>
+        <translation>正在停止</translation>
+    </message>
+    <message>
+        <source>unloaded</source>
+        <translation>未加载</translation>
+    </message>
+    <message>
+        <source>remote</source>
+        <translation>远程</translation>
+    </message>
+    <message>
+        <source>never</source>
+        <translation>从未</translation>
+    </message>
+    <message>
+        <source>{n} s ago</source>
+        <translation>{n} 秒前</translation>
+    </message>
+    <message>
+        <source>{n} min ago</source>
+        <translation>{n} 分钟前</translation>
+    </message>
+    <message>
+        <source>{n} h ago</source>
+        <translation>{n} 小时前</translation>
+    </message>
+    <message>
+        <source>error: {error}</source>
+        <translation>错误：{error}</translation>
+    </message>
+    <message>
+        <source>{used} / {capacity} tok</source>
+        <translation>{used} / {capacity} token</translation>
+    </message>
+    <message>
+        <source>yes</source>
+        <translation>是</translation>
+    </message>
+</context>
+<context>
+    <name>RoutesPanel</name>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>Duplicate</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Enable/Disable</source>
+        <translation>启用/停用</translation>
+    </message>
+    <message>
+        <source>Undo</source>
+        <translation>撤销</translation>
+    </message>
+    <message>
+        <source>Redo</source>
+        <translation>重做</translation>
+    </message>
+    <message>
+        <source>Apply</source>
+        <translation>应用</translation>
+    </message>
+    <message>
+        <source>Revert</source>
+        <translation>还原</translation>
+    </message>
+    <message>
+        <source>Rules, in order — the first rule whose conditions all hold wins. Drag to reorder.</source>
+        <translation>规则按顺序排列 — 第一条条件全部满足的规则生效。拖动可调整顺序。</translation>
+    </message>
+    <message>
+        <source>undo {change}</source>
+        <translation>撤销 {change}</translation>
+    </message>
+    <message>
+        <source>redo {change}</source>
+        <translation>重做 {change}</translation>
+    </message>
+    <message>
+        <source>Try a request (explained by the engine against the applied rules)</source>
+        <translation>试一个请求（由引擎依据已应用的规则解释）</translation>
+    </message>
+    <message>
+        <source>prompt text</source>
+        <translation>提示词文本</translation>
+    </message>
+    <message>
+        <source>tags, comma-separated</source>
+        <translation>标签，用逗号分隔</translation>
+    </message>
+    <message>
+        <source>model asked for (empty = auto)</source>
+        <translation>请求的模型（留空 = auto）</translation>
+    </message>
+    <message>
+        <source>Explain</source>
+        <translation>解释</translation>
+    </message>
+    <message>
+        <source>Prompt</source>
+        <translation>提示词</translation>
+    </message>
+    <message>
+        <source>Tags</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>unapplied changes</source>
+        <translation>有未应用的更改</translation>
+    </message>
+    <message>
+        <source>applied</source>
+        <translation>已应用</translation>
+    </message>
+    <message>
+        <source>applying…</source>
+        <translation>正在应用…</translation>
+    </message>
+    <message>
+        <source>applied and saved by the engine</source>
+        <translation>已由引擎应用并保存</translation>
+    </message>
+    <message>
+        <source>refused, nothing changed:</source>
+        <translation>被拒绝，未做任何更改：</translation>
+    </message>
+    <message>
+        <source>asking the engine…</source>
+        <translation>正在询问引擎…</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Direct:&lt;/b&gt; the request names model &lt;b&gt;{model}&lt;/b&gt;; rules are not consulted.</source>
+        <translation>&lt;b&gt;直接：&lt;/b&gt;请求指定了模型 &lt;b&gt;{model}&lt;/b&gt;；不经过规则。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Rule:&lt;/b&gt; {rule} &amp;nbsp; &lt;b&gt;Target:&lt;/b&gt; {target}</source>
+        <translation>&lt;b&gt;规则：&lt;/b&gt;{rule} &amp;nbsp; &lt;b&gt;目标：&lt;/b&gt;{target}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;No rule matches&lt;/b&gt; (the request would get 404 model_not_found).</source>
+        <translation>&lt;b&gt;没有匹配的规则&lt;/b&gt;（该请求会得到 404 model_not_found）。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Fallbacks:&lt;/b&gt; {models}</source>
+        <translation>&lt;b&gt;备选：&lt;/b&gt;{models}</translation>
+    </message>
+    <message>
+        <source>&lt;i&gt;Note: you have unapplied changes; this explains the applied rules.&lt;/i&gt;</source>
+        <translation>&lt;i&gt;注意：你有未应用的更改；这里解释的是已应用的规则。&lt;/i&gt;</translation>
+    </message>
+    <message>
+        <source>explain failed: {error}</source>
+        <translation>解释失败：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>RuleCommands</name>
+    <message>
+        <source>add rule &apos;{name}&apos;</source>
+        <translation>添加规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>duplicate rule &apos;{name}&apos;</source>
+        <translation>复制规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>delete rule &apos;{name}&apos;</source>
+        <translation>删除规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>edit rule &apos;{name}&apos;</source>
+        <translation>编辑规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>enable rule &apos;{name}&apos;</source>
+        <translation>启用规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>disable rule &apos;{name}&apos;</source>
+        <translation>停用规则 &apos;{name}&apos;</translation>
+    </message>
+    <message>
+        <source>move rule &apos;{name}&apos;</source>
+        <translation>移动规则 &apos;{name}&apos;</translation>
+    </message>
+</context>
+<context>
+    <name>RuleEditor</name>
+    <message>
+        <source>enabled</source>
+        <translation>启用</translation>
+    </message>
+    <message>
+        <source>model names, in order, comma-separated</source>
+        <translation>模型名称，按顺序，用逗号分隔</translation>
+    </message>
+    <message>
+        <source>any of these tags, e.g. code, fast</source>
+        <translation>任一标签，例如 code, fast</translation>
+    </message>
+    <message>
+        <source>substrings of the user text, any case</source>
+        <translation>用户文本中的子串，不区分大小写</translation>
+    </message>
+    <message>
+        <source>model names clients ask for, e.g. gpt-4o</source>
+        <translation>客户端请求的模型名，例如 gpt-4o</translation>
+    </message>
+    <message>
+        <source>no limit</source>
+        <translation>不限</translation>
+    </message>
+    <message>
+        <source>Rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation>目标</translation>
+    </message>
+    <message>
+        <source>Fallbacks</source>
+        <translation>备选模型</translation>
+    </message>
+    <message>
+        <source>Conditions (all must hold; a list holds when any element does)</source>
+        <translation>条件（须全部满足；列表中任一项满足即可）</translation>
+    </message>
+    <message>
+        <source>Tags</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Keywords</source>
+        <translation>关键词</translation>
+    </message>
+    <message>
+        <source>Min prompt chars</source>
+        <translation>提示词最少字符数</translation>
+    </message>
+    <message>
+        <source>Max prompt chars</source>
+        <translation>提示词最多字符数</translation>
+    </message>
+    <message>
+        <source>Model asked for</source>
+        <translation>请求的模型</translation>
+    </message>
+    <message>
+        <source>Path</source>
+        <translation>路径</translation>
+    </message>
+</context>
+<context>
+    <name>RulesModel</name>
+    <message>
+        <source>anything</source>
+        <translation>任意请求</translation>
+    </message>
+    <message>
+        <source>(then {models})</source>
+        <translation>（然后 {models}）</translation>
+    </message>
+    <message>
+        <source>(disabled)</source>
+        <translation>（已停用）</translation>
+    </message>
+</context>
+<context>
+    <name>ScreenshotDirector</name>
+    <message>
+        <source>screenshot mode: preparing panels…</source>
+        <translation>截图模式：正在准备各面板…</translation>
+    </message>
+    <message>
+        <source>saved {n} pictures in {folder}</source>
+        <translation>已在 {folder} 保存 {n} 张图片</translation>
+    </message>
+</context>
+</TS>
