@@ -7,7 +7,12 @@ PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run serve test bench install install-dev clean screenshots
+# Qt translations: the .ts files are the source (edited with `make translations-update` and Qt
+# Linguist); the .qm files the app loads are built from them and never committed.
+TS_FILES := $(wildcard laya_desktop/gui/i18n/*.ts)
+QM_FILES := $(TS_FILES:.ts=.qm)
+
+.PHONY: run serve test bench install install-dev clean screenshots translations translations-update
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +32,18 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@ $(STAMP_RUN)
 
-install: $(STAMP_RUN)
-install-dev: $(STAMP_DEV)
+install: $(STAMP_RUN) $(QM_FILES)
+install-dev: $(STAMP_DEV) $(QM_FILES)
 
-run: $(STAMP_RUN)
+translations: $(QM_FILES)
+
+%.qm: %.ts | $(STAMP_RUN)
+	$(VENV)/bin/pyside6-lrelease -silent $< -qm $@
+
+translations-update: $(STAMP_RUN)
+	$(VENV)/bin/pyside6-lupdate -locations none $$(find laya_desktop/gui -name '*.py' | sort) -ts $(TS_FILES)
+
+run: $(STAMP_RUN) $(QM_FILES)
 	$(PY) -m laya_desktop gui
 
 serve: $(STAMP_RUN)
@@ -43,8 +56,8 @@ bench: $(STAMP_DEV)
 	$(PY) -m laya_desktop bench route --rules 100 --requests 20000
 	$(PY) -m laya_desktop bench route --rules 1000 --requests 20000
 
-screenshots: $(STAMP_RUN)
+screenshots: $(STAMP_RUN) $(QM_FILES)
 	QT_QPA_PLATFORM=offscreen $(PY) -m laya_desktop gui --config docs/demo-models.yaml --screenshot docs/screenshots --quit-after 120
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info $(QM_FILES)
