@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -62,7 +63,11 @@ class EngineProcess:
         with self._lock:
             if self.running():
                 return self._proc.pid  # type: ignore[union-attr]
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+            except OSError:  # a read-only home must not keep the engine from starting
+                self.log_dir = Path(tempfile.mkdtemp(prefix="laya-logs-"))
+                self.log_path = self.log_dir / ENGINE_STDERR_LOG
             rotate_by_run(self.log_path)
             log = open(self.log_path, "ab")
             try:
