@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
+import jsonschema
 import pytest
 from starlette.datastructures import Headers
 
@@ -324,3 +326,169 @@ def test_streamed_response_is_stored_too():
     run_stream(call, [TextDelta("streamed"), Finished("stop")], meta)
     record = engine.responses.get("resp_" + meta.hex_id)
     assert record is not None and record.messages[-1] == {"role": "assistant", "content": "streamed"}
+
+
+# -- end to end: the openai SDK against real engine processes ---------------------------------
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+WEATHER_SCHEMA = {"type": "object", "properties": {
+    "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"], "additionalProperties": False}
+SDK_WEATHER = {"type": "function", "name": "get_weather", "description": "The current weather in a city.",
+               "parameters": WEATHER_SCHEMA, "strict": True}
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    """An engine serving SmolLM2 itself: the local target, and the upstream of `front`."""
+    from engine_harness import running_engine
+    config = {"models": [{"name": "smol", "backend": "llama_cpp",
+                          "path": "builtin:smollm2-135m-instruct", "n_ctx": 2048, "parallel": 2}],
+              "routes": [{"name": "default", "target": "smol"}]}
+    with running_engine(config, tmp_path_factory.mktemp("responses-upstream")) as eng:
+        yield eng
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory, upstream):
+    """An engine whose models are the upstream engine: over chat completions, and natively."""
+    from engine_harness import running_engine
+    base = upstream.url + "/v1"
+    config = {"models": [
+        {"name": "chat-only", "backend": "openai", "base_url": base, "remote_model": "smol"},
+        {"name": "native", "backend": "openai", "base_url": base, "remote_model": "smol",
+         "responses": True}],
+        "routes": [{"name": "default", "target": "chat-only"}]}
+    with running_engine(config, tmp_path_factory.mktemp("responses-front")) as eng:
+        yield eng
+
+
+def sdk(engine):
+    from openai import OpenAI
+    return OpenAI(base_url=engine.url + "/v1", api_key="unused", timeout=180, max_retries=0)
+
+
+def test_sdk_create_plain(upstream):
+    client = sdk(upstream)
+    raw = client.responses.with_raw_response.create(
+        model="auto", input="In one sentence, what is the sea?", max_output_tokens=40, temperature=0)
+    assert raw.headers["x-laya-model"] == "smol" and raw.headers["x-laya-route"] == "default"
+    response = raw.parse()
+    assert response.status in ("completed", "incomplete") and response.id.startswith("resp_")
+    assert response.output_text.strip()
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+    assert client.responses.retrieve(response.id).output_text == response.output_text
+
+
+def test_sdk_stream(upstream):
+    client = sdk(upstream)
+    kinds, deltas = [], []
+    with client.responses.stream(model="smol", input="Name three colours.", instructions="Be brief.",
+                                 max_output_tokens=30, temperature=0) as stream:
+        for ev in stream:
+            kinds.append(ev.type)
+            if ev.type == "response.output_text.delta":
+                deltas.append(ev.delta)
+        final = stream.get_final_response()
+    assert kinds[:4] == ["response.created", "response.in_progress", "response.output_item.added",
+                         "response.content_part.added"]
+    assert kinds[-4:-1] == ["response.output_text.done", "response.content_part.done",
+                            "response.output_item.done"]
+    assert kinds[-1] in ("response.completed", "response.incomplete")
+    assert final.output_text == "".join(deltas) and deltas
+
+
+def test_forced_function_call_validates_and_round_trips(upstream):
+    client = sdk(upstream)
+    first = client.responses.create(
+        model="smol", input="What is the weather like in Paris?", tools=[SDK_WEATHER],
+        tool_choice={"type": "function", "name": "get_weather"}, max_output_tokens=80, temperature=0)
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    assert call.name == "get_weather" and call.call_id and call.status == "completed"
+    jsonschema.validate(json.loads(call.arguments), WEATHER_SCHEMA)
+    second = client.responses.create(
+        model="smol", tools=[SDK_WEATHER], max_output_tokens=40, temperature=0,
+        input=[{"role": "user", "content": "What is the weather like in Paris?"},
+               {"type": "function_call", "call_id": call.call_id, "name": call.name,
+                "arguments": call.arguments},
+               {"type": "function_call_output", "call_id": call.call_id,
+                "output": "{\"temperature\": 21, \"sky\": \"sunny\"}"}])
+    assert second.status in ("completed", "incomplete")
+    assert second.output and second.usage.input_tokens > first.usage.input_tokens
+
+
+def test_streamed_forced_function_call(upstream):
+    client = sdk(upstream)
+    stream = client.responses.create(
+        model="smol", input="Weather in Rome, in celsius?", tools=[SDK_WEATHER], tool_choice="required",
+        max_output_tokens=80, temperature=0, stream=True)
+    kinds, done = [], None
+    for ev in stream:
+        kinds.append(ev.type)
+        if ev.type == "response.function_call_arguments.done":
+            done = ev.arguments
+    assert "response.function_call_arguments.delta" in kinds and kinds[-1] == "response.completed"
+    jsonschema.validate(json.loads(done), WEATHER_SCHEMA)
+
+
+def test_previous_response_id_and_unknown_id(upstream):
+    from openai import NotFoundError
+    client = sdk(upstream)
+    first = client.responses.create(model="smol", input="My name is Ada. Say hello.",
+                                    max_output_tokens=20, temperature=0)
+    second = client.responses.create(model="smol", input="What is my name?", previous_response_id=first.id,
+                                     max_output_tokens=20, temperature=0)
+    assert second.previous_response_id == first.id
+    assert second.usage.input_tokens > first.usage.input_tokens  # the first turn came along
+    with pytest.raises(NotFoundError) as info:
+        client.responses.create(model="smol", input="hi", previous_response_id="resp_unknown")
+    assert info.value.body["code"] == "previous_response_not_found"
+    assert info.value.body["param"] == "previous_response_id"
+
+
+def test_text_format_json_schema(upstream):
+    client = sdk(upstream)
+    response = client.responses.create(
+        model="smol", input="Invent a person: give a name and an age.", max_output_tokens=60, temperature=0,
+        text={"format": {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}})
+    jsonschema.validate(json.loads(response.output_text), PERSON)
+
+
+def test_unsupported_tool_is_400(upstream):
+    from openai import BadRequestError
+    with pytest.raises(BadRequestError) as info:
+        sdk(upstream).responses.create(model="smol", input="x",
+                                       tools=[{"type": "file_search", "vector_store_ids": ["vs_1"]}])
+    assert "tools[0].type" in info.value.body["message"]
+
+
+def test_chat_only_upstream_serves_responses_by_translation(front):
+    client = sdk(front)
+    raw = client.responses.with_raw_response.create(model="auto", input="Say hello.", max_output_tokens=20,
+                                                    temperature=0)
+    assert raw.headers["x-laya-model"] == "chat-only"
+    assert raw.parse().output_text.strip()
+    with client.responses.stream(model="chat-only", input="Weather in Oslo?", tools=[SDK_WEATHER],
+                                 tool_choice={"type": "function", "name": "get_weather"},
+                                 max_output_tokens=80, temperature=0) as stream:
+        final = stream.get_final_response()
+    (call,) = [item for item in final.output if item.type == "function_call"]
+    jsonschema.validate(json.loads(call.arguments), WEATHER_SCHEMA)
+    assert final.usage.input_tokens > 0
+
+
+def test_responses_upstream_passes_through(front, upstream):
+    client = sdk(front)
+    raw = client.responses.with_raw_response.create(model="native", input="Say hello.", max_output_tokens=20,
+                                                    temperature=0)
+    assert raw.headers["x-laya-model"] == "native"
+    first = raw.parse()
+    # the upstream's own store holds it: only a passthrough can continue it
+    second = client.responses.create(model="native", input="Again.", previous_response_id=first.id,
+                                     max_output_tokens=20, temperature=0)
+    assert second.previous_response_id == first.id
+    requests = httpx.get(upstream.url + "/admin/requests").json()["requests"]
+    assert {r["api"] for r in requests[-2:]} == {"responses"}
+    from openai import NotFoundError
+    with pytest.raises(NotFoundError):
+        client.responses.create(model="chat-only", input="x", previous_response_id=first.id)
