@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import anthropic.types as at
@@ -386,3 +389,19 @@ def test_errors_in_anthropics_shape(client, engine):
     assert ok.status_code == 200
     entries = log if isinstance(log, list) else log.get("requests", log.get("data", []))
     assert any(e.get("api") == "messages" and e.get("path") == "/v1/messages" for e in entries)
+
+
+CLAUDE = os.environ.get("LAYA_CLAUDE_BIN") or shutil.which("claude") or "/tmp/agents/node_modules/.bin/claude"
+
+
+@pytest.mark.skipif(not os.path.exists(CLAUDE), reason="Claude Code is not installed")
+def test_claude_code_print_mode(engine, tmp_path):
+    """Claude Code itself, with a short system prompt and no tools so that SmolLM2's context holds
+    the turn (its full prompt is about 12k tokens, see test_claude_code_request_counts)."""
+    env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": engine.url,
+           "ANTHROPIC_API_KEY": API_KEY, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    done = subprocess.run([CLAUDE, "-p", "--bare", "--system-prompt", "You answer in one short sentence.",
+                           "--tools", "", "--", "In one sentence, what is the sea?"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "sea" in done.stdout.lower()
