@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
@@ -18,6 +19,18 @@ from laya_desktop.engine.request_body import chat_call
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+def test_codex_request_translates():
+    from starlette.datastructures import Headers
+
+    from laya_desktop.engine.apis.responses import RESPONSES
+    codex = json.loads((Path(__file__).parent / "data" / "codex_request.json").read_text())
+    body = remote_anthropic.messages_body(RESPONSES.parse(codex, Headers({})).chat, "claude-x")
+    assert body["model"] == "claude-x" and body["system"] and body["tool_choice"] == {"type": "auto"}
+    assert "exec_command" in [t["name"] for t in body["tools"]]
+    assert all(t["input_schema"]["type"] == "object" for t in body["tools"])
+    assert [m["role"] for m in body["messages"]][0] == "user"
 
 
 def test_auth_headers(monkeypatch):
@@ -184,7 +197,9 @@ def engines(tmp_path_factory):
             {"name": "claude", "backend": "anthropic", "base_url": upstream.url,
              "api_key_env": "LAYA_TEST_UPSTREAM_KEY", "remote_model": "smol"},
             {"name": "claude-wrong-key", "backend": "anthropic", "base_url": upstream.url,
-             "api_key_env": "LAYA_TEST_WRONG_KEY", "remote_model": "smol"}],
+             "api_key_env": "LAYA_TEST_WRONG_KEY", "remote_model": "smol"},
+            {"name": "chat-only", "backend": "openai", "base_url": upstream.url + "/v1",
+             "api_key_env": "LAYA_TEST_UPSTREAM_KEY", "remote_model": "smol"}],
             "routes": [{"name": "default", "target": "claude"}]}
         env = {"LAYA_TEST_UPSTREAM_KEY": UPSTREAM_KEY, "LAYA_TEST_WRONG_KEY": "nope"}
         with running_engine(front_config, tmp_path_factory.mktemp("front"), env) as front:
@@ -257,3 +272,20 @@ def test_wrong_upstream_key_is_the_upstreams_401(engines):
     with pytest.raises(anthropic.AuthenticationError) as info:
         client.messages.create(model="claude-wrong-key", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert info.value.body["type"] == "error"
+
+
+def test_messages_request_to_a_chat_only_upstream(engines):
+    """A Messages client (Claude Code's API) served by an `openai` target: chat completions upstream,
+    Anthropic's events back."""
+    import anthropic
+    front, upstream = engines
+    client = anthropic.Anthropic(base_url=front.url, api_key="unused", max_retries=0, timeout=120)
+    with client.messages.stream(model="chat-only", max_tokens=60, tools=[WEATHER_TOOL],
+                                tool_choice={"type": "tool", "name": "get_weather"},
+                                messages=[{"role": "user", "content": "Weather in Oslo?"}]) as stream:
+        message = stream.get_final_message()
+    assert message.model == "chat-only" and message.stop_reason == "tool_use"
+    (block,) = message.content
+    jsonschema.validate(block.input, WEATHER_TOOL["input_schema"])
+    last = _upstream_log(upstream)[-1]
+    assert (last["path"], last["api"], last["model"]) == ("/v1/chat/completions", "chat", "smol")
