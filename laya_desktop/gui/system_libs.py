@@ -1,10 +1,12 @@
-"""Before Qt starts: name the system libraries its display plugin still needs, and the command
-that installs them, instead of Qt aborting with "could not load the Qt platform plugin".
+"""Before Qt starts: name the system libraries the app still needs, and the one command that
+installs them, instead of Qt aborting with "could not load the Qt platform plugin" (or every model
+load failing inside llama.cpp).
 
-The PySide6 wheels carry Qt itself but not the X11/Wayland, EGL, fontconfig and D-Bus libraries of
-the desktop; a fresh Debian or Ubuntu lacks several. ldd says which the Qt libraries and the
-platform plugin cannot resolve; libxcb-cursor is opened at run time, so it is looked up apart.
-Qt-free (runs before PySide6 is imported).
+The PySide6 wheels carry Qt itself but not the X11/Wayland, EGL, fontconfig, D-Bus and Kerberos
+libraries of the desktop, and llama-cpp-python's wheel needs the system's OpenMP (libgomp); a
+fresh Debian lacks all of them (checked in a debootstrap minbase chroot). ldd says which the Qt
+libraries, the platform plugin and llama.cpp cannot resolve; libxcb-cursor is opened at run time,
+so it is looked up apart. Qt-free (runs before PySide6 is imported).
 """
 from __future__ import annotations
 
@@ -35,20 +37,39 @@ DEBIAN_PACKAGES = {
     "libSM.so.6": "libsm6", "libICE.so.6": "libice6", "libXrender.so.1": "libxrender1",
     "libwayland-client.so.0": "libwayland-client0", "libwayland-cursor.so.0": "libwayland-cursor0",
     "libwayland-egl.so.1": "libwayland-egl1", "libdecor-0.so.0": "libdecor-0-0",
+    "libgssapi_krb5.so.2": "libgssapi-krb5-2", "libkrb5.so.3": "libkrb5-3",
+    "libgomp.so.1": "libgomp1",
 }
 PLUGINS = {"xcb": "libqxcb.so", "wayland": "libqwayland.so"}
 RUNTIME_LOADED = {"xcb": ["libxcb-cursor.so.0"]}   # dlopen()ed by the xcb plugin, invisible to ldd
-CORE_LIBS = ("libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6", "libQt6DBus.so.6")
+# The Qt libraries the app imports (QtNetwork for the single-instance socket, QtSvg for the icon,
+# QtOpenGL for pyqtgraph); a fresh Debian lacked Kerberos for QtNetwork.
+CORE_LIBS = ("libQt6Core.so.6", "libQt6Gui.so.6", "libQt6Widgets.so.6", "libQt6DBus.so.6",
+             "libQt6Network.so.6", "libQt6Svg.so.6", "libQt6OpenGL.so.6", "libQt6OpenGLWidgets.so.6")
+
+
+def package_dir(name: str) -> Path | None:
+    """Where a package lives, found without importing it (its import may be what fails)."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle and (Path(bundle) / name).is_dir():
+        return Path(bundle) / name
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 def qt_dir() -> Path | None:
-    bundle = getattr(sys, "_MEIPASS", None)
-    if bundle and (Path(bundle) / "PySide6" / "Qt").is_dir():
-        return Path(bundle) / "PySide6" / "Qt"
-    spec = importlib.util.find_spec("PySide6")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0]) / "Qt"
+    pyside = package_dir("PySide6")
+    return pyside / "Qt" if pyside else None
+
+
+def llama_libs() -> list[Path]:
+    llama = package_dir("llama_cpp")
+    return sorted((llama / "lib").glob("*.so")) if llama else []
 
 
 def platform_plugin(env: dict | None = None) -> str:
@@ -73,12 +94,24 @@ def parse_ldd(text: str) -> list[str]:
 
 
 def missing_libraries(plugin: str, qt: Path | None = None) -> list[str]:
+    """Sonames Qt (with this platform plugin) cannot resolve."""
     qt = qt or qt_dir()
-    if qt is None or not shutil.which("ldd"):
+    if qt is None:
         return []
     files = [qt / "lib" / name for name in CORE_LIBS]
     if plugin in PLUGINS:
         files.append(qt / "plugins" / "platforms" / PLUGINS[plugin])
+    missing = unresolved(files)
+    for name in RUNTIME_LOADED.get(plugin, []):
+        if name not in missing and not _loadable(name):
+            missing.append(name)
+    return missing
+
+
+def unresolved(files: list[Path]) -> list[str]:
+    """The sonames ldd cannot find for any of `files`."""
+    if not shutil.which("ldd"):
+        return []
     missing: list[str] = []
     for path in files:
         if not path.is_file():
@@ -88,9 +121,6 @@ def missing_libraries(plugin: str, qt: Path | None = None) -> list[str]:
         except (OSError, subprocess.SubprocessError):
             continue
         missing += [name for name in parse_ldd(out) if name not in missing]
-    for name in RUNTIME_LOADED.get(plugin, []):
-        if name not in missing and not _loadable(name):
-            missing.append(name)
     return missing
 
 
@@ -120,13 +150,19 @@ def problem_report(env: dict | None = None) -> str | None:
         return None
     env = os.environ if env is None else env
     plugin = platform_plugin(env)
-    missing = missing_libraries(plugin)
-    if missing and plugin == "wayland" and not env.get("QT_QPA_PLATFORM") and env.get("DISPLAY"):
+    qt_missing = missing_libraries(plugin)
+    if qt_missing and plugin == "wayland" and not env.get("QT_QPA_PLATFORM") and env.get("DISPLAY"):
         if not missing_libraries("xcb"):
-            return None  # Qt falls back to xcb (XWayland)
-    if missing:
-        return (f"Qt's '{plugin}' display plugin needs system libraries that are missing: "
-                f"{', '.join(missing)}.\n{install_hint(missing)}")
+            qt_missing = []  # Qt falls back to xcb (XWayland)
+    engine_missing = [name for name in unresolved(llama_libs()) if name not in qt_missing]
+    if qt_missing or engine_missing:
+        parts = []
+        if qt_missing:
+            parts.append(f"Qt (its '{plugin}' display plugin) needs {', '.join(qt_missing)}")
+        if engine_missing:
+            parts.append(f"llama.cpp (every local model) needs {', '.join(engine_missing)}")
+        return ("system libraries are missing: " + "; ".join(parts) + ".\n"
+                + install_hint(qt_missing + engine_missing))
     if plugin == "xcb" and not env.get("DISPLAY"):
         return ("no display to open a window on: DISPLAY is not set. Run Laya Desktop inside a "
                 "desktop session, or headless with QT_QPA_PLATFORM=offscreen.")
