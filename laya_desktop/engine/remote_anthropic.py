@@ -22,9 +22,9 @@ DEFAULT_MAX_TOKENS = 4096
 UNTRANSLATABLE = ("response_format", "logprobs", "top_logprobs", "frequency_penalty",
                   "presence_penalty", "logit_bias", "seed", "min_p", "repeat_penalty", "audio",
                   "modalities", "prediction")
-FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "refusal": "stop",
-                  "max_tokens": "length", "model_context_window_exceeded": "length",
-                  "tool_use": "tool_calls"}
+FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
+                  "refusal": "stop", "max_tokens": "length",
+                  "model_context_window_exceeded": "length", "tool_use": "tool_calls"}
 ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
                 "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
                 "overloaded_error": 503, "timeout_error": 504}
@@ -52,10 +52,15 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _is_data_url(url: Any) -> bool:
+    return isinstance(url, str) and url.startswith("data:") and ";base64," in url
+
+
 def _image_block(url: str) -> dict:
-    if url.startswith("data:") and ";base64," in url:
+    if _is_data_url(url):
         media_type, data = url[5:].split(";base64,", 1)
-        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+        source = {"type": "base64", "media_type": media_type, "data": data}
+        return {"type": "image", "source": source}
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
@@ -74,8 +79,7 @@ def _blocks(content: Any, where: str) -> list[dict]:
             image = part.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
             blocks.append(_image_block(str(url)))
-        elif kind == "file" and isinstance(part.get("file"), dict) \
-                and str(part["file"].get("file_data", "")).startswith("data:"):
+        elif kind == "file" and _is_data_url((part.get("file") or {}).get("file_data")):
             media_type, data = part["file"]["file_data"][5:].split(";base64,", 1)
             blocks.append({"type": "document",
                            "source": {"type": "base64", "media_type": media_type, "data": data}})
@@ -91,7 +95,8 @@ def _tool_use(call: dict, where: str) -> dict:
     try:
         value = json.loads(arguments) if isinstance(arguments, str) else arguments
     except json.JSONDecodeError:
-        raise bad_request(f"'{where}.function.arguments' is not valid JSON", "invalid_messages") from None
+        raise bad_request(f"'{where}.function.arguments' is not valid JSON",
+                          "invalid_messages") from None
     return {"type": "tool_use", "id": call.get("id") or "toolu_0", "name": fn["name"],
             "input": value if isinstance(value, dict) else {}}
 
@@ -107,24 +112,31 @@ def _turns(messages: list) -> tuple[list[str], list[dict]]:
         if role in ("system", "developer"):
             system.append(_text(m.get("content")))
             continue
+        blocks = _blocks(m.get("content"), f"{where}.content")
         if role == "tool":
-            role, blocks = "user", [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id") or ""),
-                                     "content": _blocks(m.get("content"), f"{where}.content") or ""}]
+            result = {"type": "tool_result", "tool_use_id": str(m.get("tool_call_id") or "")}
+            role, blocks = "user", [{**result, "content": blocks} if blocks else result]
         elif role == "assistant":
-            blocks = _blocks(m.get("content"), f"{where}.content")
-            blocks += [_tool_use(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(m.get("tool_calls") or [])]
-        elif role == "user":
-            blocks = _blocks(m.get("content"), f"{where}.content")
-        else:
-            raise bad_request(f"'{where}.role' {role!r} cannot be sent to an Anthropic model", "invalid_messages")
+            blocks += [_tool_use(c, f"{where}.tool_calls[{k}]")
+                       for k, c in enumerate(m.get("tool_calls") or [])]
+        elif role != "user":
+            raise bad_request(f"'{where}.role' {role!r} cannot be sent to an Anthropic model",
+                              "invalid_messages")
+        if not blocks:
+            continue  # Messages refuses empty turns and empty text blocks
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"] += blocks
         else:
             turns.append({"role": role, "content": blocks})
-    for turn in turns:
-        if not turn["content"]:
-            turn["content"] = [{"type": "text", "text": ""}]
     return system, turns
+
+
+def _tool(fn: dict) -> dict:
+    tool = {"name": fn["name"],
+            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}}
+    if fn.get("description"):
+        tool["description"] = fn["description"]
+    return tool
 
 
 def _tool_choice(chat: dict) -> dict | None:
@@ -140,9 +152,11 @@ def _tool_choice(chat: dict) -> dict | None:
         out = {"type": "any"}
     elif isinstance(choice, dict):
         fn = choice.get("function")
-        out = {"type": "tool", "name": fn.get("name") if isinstance(fn, dict) else choice.get("name")}
+        name = fn.get("name") if isinstance(fn, dict) else choice.get("name")
+        out = {"type": "tool", "name": name}
     else:
-        raise bad_request("'tool_choice' cannot be sent to an Anthropic model", "invalid_tool_choice")
+        raise bad_request("'tool_choice' cannot be sent to an Anthropic model",
+                          "invalid_tool_choice")
     if single and out["type"] != "none":
         out["disable_parallel_tool_use"] = True
     return out
@@ -152,8 +166,9 @@ def messages_body(chat: dict, remote_model: str) -> dict:
     """An (already checked) OpenAI chat body -> an Anthropic Messages request."""
     for name in UNTRANSLATABLE:
         value = chat.get(name)
-        if value is None or value is False or value == 0 or (
-                name == "response_format" and isinstance(value, dict) and value.get("type") == "text"):
+        plain_text = name == "response_format" and isinstance(value, dict) \
+            and value.get("type") == "text"
+        if value is None or value is False or value == 0 or plain_text:
             continue
         raise bad_request(f"'{name}' is not supported by the Anthropic model this request is "
                           "routed to", "unsupported_parameter")
@@ -161,9 +176,8 @@ def messages_body(chat: dict, remote_model: str) -> dict:
         raise bad_request("'n' is not supported by the Anthropic model this request is routed to",
                           "unsupported_parameter")
     system, turns = _turns(chat["messages"])
-    body: dict[str, Any] = {"model": remote_model, "messages": turns,
-                            "max_tokens": chat.get("max_completion_tokens") or chat.get("max_tokens")
-                            or DEFAULT_MAX_TOKENS}
+    max_tokens = chat.get("max_completion_tokens") or chat.get("max_tokens") or DEFAULT_MAX_TOKENS
+    body: dict[str, Any] = {"model": remote_model, "messages": turns, "max_tokens": max_tokens}
     if any(system):
         body["system"] = "\n\n".join(s for s in system if s)
     temperature = chat.get("temperature")
@@ -180,11 +194,7 @@ def messages_body(chat: dict, remote_model: str) -> dict:
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     tools = chat.get("tools") or []
     if tools:
-        body["tools"] = [{"name": t["function"]["name"],
-                          **({"description": t["function"]["description"]}
-                             if t["function"].get("description") else {}),
-                          "input_schema": t["function"].get("parameters") or {"type": "object", "properties": {}}}
-                         for t in tools]
+        body["tools"] = [_tool(t["function"]) for t in tools]
         choice = _tool_choice(chat)
         if choice is not None:
             body["tool_choice"] = choice
@@ -265,8 +275,8 @@ async def outputs(response: httpx.Response, stream: bool) -> AsyncIterator[Outpu
         elif name == "content_block_start":
             block = payload.get("content_block") or {}
             if block.get("type") == "tool_use":
-                tools[payload.get("index", 0)] = {"id": block.get("id", ""), "name": block.get("name", ""),
-                                                  "json": []}
+                tools[payload.get("index", 0)] = {"id": block.get("id", ""), "json": [],
+                                                  "name": block.get("name", "")}
             elif block.get("type") == "text" and block.get("text"):
                 yield TextDelta(block["text"])
         elif name == "content_block_delta":
