@@ -135,6 +135,20 @@ def test_tools_and_tool_choice():
     assert "nope" in refused(tools=[WEATHER], tool_choice={"type": "tool", "name": "nope"})
 
 
+def test_deferred_tools_join_once_a_tool_search_references_them():
+    search = {"name": "ToolSearch", "input_schema": {"type": "object", "properties": {}}}
+    deferred = {**WEATHER, "defer_loading": True}
+    assert parse(tools=[search, deferred]).tool_names == ["ToolSearch"]
+    call = parse(tools=[search, deferred], messages=[
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ToolSearch",
+                                           "input": {"query": "weather"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "tool_reference", "tool_name": "get_weather"}]}]}])
+    assert call.tool_names == ["ToolSearch", "get_weather"]
+    assert call.command["messages"][-1]["content"] == "Tool 'get_weather' is now available."
+
+
 @pytest.mark.parametrize("kind", ["web_search_20250305", "bash_20250124", "text_editor_20250728",
                                   "code_execution_20250825"])
 def test_server_tools_are_refused_by_type(kind):

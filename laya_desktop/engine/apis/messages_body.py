@@ -6,8 +6,9 @@ Decisions for what has no local meaning:
 - `thinking` / `redacted_thinking` blocks in the history are left out of the prompt (their
   signatures only mean something to Anthropic), so `context_management` edits that clear thinking
   are honoured as they stand; other edits are refused.
-- Tools with `defer_loading` stay out of the prompt, as Anthropic keeps them out of the context
-  until a tool search finds them (there is no tool search here).
+- Tools with `defer_loading` stay out of the prompt, as Anthropic keeps them out of the context,
+  until a `tool_reference` block in a tool result (the answer of the client's own tool search,
+  Claude Code's ToolSearch) names them.
 - Claude Code's `x-anthropic-billing-header:` system block is addressed to Anthropic's billing,
   not to the model: it is left out of the prompt.
 - `system` turns inside `messages` (Claude Code 2.1, per-turn-control beta) stay where they are.
@@ -124,6 +125,8 @@ def _tool_result(block: dict, where: str) -> dict:
                 parts.append(_image_part(item, f"{where}.content[{j}]"))
             elif kind == "document":
                 parts.append(_document_part(item, f"{where}.content[{j}]"))
+            elif kind == "tool_reference" and isinstance(item.get("tool_name"), str):
+                parts.append({"type": "text", "text": f"Tool '{item['tool_name']}' is now available."})
             else:
                 raise _unsupported_block(f"{where}.content[{j}]", kind, "in a tool_result")
     else:
@@ -233,7 +236,20 @@ def _messages(messages: Any) -> tuple[list[dict], list[str]]:
     return out, remote_only
 
 
-def _tool(tool: Any, where: str) -> dict | None:
+def _referenced_tools(messages: list) -> set[str]:
+    """Names of deferred tools that tool results have loaded with `tool_reference` blocks."""
+    names = set()
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            inner = block.get("content") if isinstance(block, dict) else None
+            if block.get("type") == "tool_result" and isinstance(inner, list):
+                names.update(item.get("tool_name") for item in inner if isinstance(item, dict)
+                             and item.get("type") == "tool_reference")
+    return names
+
+
+def _tool(tool: Any, where: str, loaded: set[str]) -> dict | None:
     """A custom tool -> an OpenAI function tool; None for one that stays out of the prompt."""
     if not isinstance(tool, dict):
         raise _invalid(f"'{where}' must be an object", "invalid_tools")
@@ -252,7 +268,7 @@ def _tool(tool: Any, where: str) -> dict | None:
                        "invalid_tools")
     if not isinstance(tool.get("input_schema"), dict):
         raise _invalid(f"'{where}.input_schema' must be a JSON schema object", "invalid_tools")
-    if tool.get("defer_loading"):
+    if tool.get("defer_loading") and tool["name"] not in loaded:
         return None
     function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
     description = tool.get("description")
@@ -265,12 +281,12 @@ def _tool(tool: Any, where: str) -> dict | None:
     return {"type": "function", "function": function}
 
 
-def _tools(tools: Any) -> list[dict]:
+def _tools(tools: Any, loaded: set[str]) -> list[dict]:
     if tools is None:
         return []
     if not isinstance(tools, list):
         raise _invalid("'tools' must be an array", "invalid_tools")
-    converted = (_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools))
+    converted = (_tool(tool, f"tools[{i}]", loaded) for i, tool in enumerate(tools))
     return [tool for tool in converted if tool is not None]
 
 
@@ -391,7 +407,7 @@ def messages_to_chat(body: Any, count_only: bool = False) -> tuple[dict, list[st
     if max_tokens is not None:
         chat["max_tokens"] = max_tokens
     _sampling(body, chat)
-    tools = _tools(body.get("tools"))
+    tools = _tools(body.get("tools"), _referenced_tools(body["messages"]))
     if tools:
         chat["tools"] = tools
     _tool_choice(body.get("tool_choice"), chat)
