@@ -104,6 +104,19 @@ def test_blocks_become_chat_messages_in_order():
     assert call.chat["messages"][2]["role"] == "tool"
 
 
+def test_the_rules_see_user_text_and_tags_not_tool_results():
+    from laya_desktop.routing.request import extract
+    call = parse(tags=["code"], system="SYSTEMWORD", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "USERWORD"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "TOOLWORD"},
+                                     {"type": "text", "text": "LATERWORD"}]}])
+    seen = extract(call.path, call.chat, "fast")
+    assert seen.path == "/v1/messages" and seen.tags == ("code", "fast")
+    assert "userword" in seen.user_text_lower and "laterword" in seen.user_text_lower
+    assert "toolword" not in seen.user_text_lower and "systemword" not in seen.user_text_lower
+
+
 def test_images_and_pdfs_are_remote_only_named_by_the_clients_path():
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
     pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
