@@ -119,3 +119,27 @@ def test_mount_runs_the_app_or_falls_back(appimage, tmp_path):
     while list(tmpdir.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert list(tmpdir.iterdir()) == []
+
+
+def test_extract_and_run_passes_sigterm_on_and_still_cleans_up(runtime, tmp_path):
+    appdir = tmp_path / "AppDir"
+    appdir.mkdir()
+    (appdir / "AppRun").write_text("#!/bin/sh\ntrap 'echo got-term; exit 5' TERM\necho ready\n"
+                                   "while :; do sleep 0.05; done\n")
+    (appdir / "AppRun").chmod(0o755)
+    image = tmp_path / "sleepy.squashfs"
+    subprocess.run(["mksquashfs", str(appdir), str(image), "-noappend", "-all-root", "-quiet",
+                    "-no-progress"], check=True, timeout=60)
+    app = tmp_path / "Sleepy.AppImage"
+    app.write_bytes(runtime.read_bytes() + image.read_bytes())
+    app.chmod(0o755)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = subprocess.Popen([str(app), "--appimage-extract-and-run"], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert proc.stdout.readline() == "ready\n"
+    proc.terminate()
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 5
+    assert "got-term" in out
+    assert list(tmpdir.iterdir()) == []

@@ -72,6 +72,14 @@ static int exec_apprun(const struct ctx *c, const char *appdir, int argc, char *
     return 127;
 }
 
+static pid_t app_pid;
+
+static void forward_signal(int sig)
+{
+    if (app_pid > 0)
+        kill(app_pid, sig);
+}
+
 static int extract_and_run(const struct ctx *c, int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
@@ -92,9 +100,15 @@ static int extract_and_run(const struct ctx *c, int argc, char **argv)
     }
     if (pid == 0)
         _exit(exec_apprun(c, dir, argc, argv));
-    /* The app handles Ctrl-C itself; we wait for it to finish and then clean up. */
+    /* We stay to clean up after the app. Ctrl-C reaches the app from the terminal by itself; a
+       SIGTERM or SIGHUP sent to us (a service manager, a test harness) is passed on to it. */
+    app_pid = pid;
     signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
