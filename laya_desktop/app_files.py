@@ -1,7 +1,8 @@
 """Files that live beside the package rather than in it: LICENSE, THIRD_PARTY_NOTICES, resources/.
 
 A source checkout has them at the repository root; a PyInstaller bundle at its data root
-(sys._MEIPASS); a plain wheel install has none of them, and callers show what they can without.
+(sys._MEIPASS); a wheel install has the two licence files in its dist-info and no resources/, and
+callers show what they can without.
 """
 from __future__ import annotations
 
@@ -33,6 +34,17 @@ def find_app_file(relative: str) -> Path | None:
 def read_app_file(relative: str) -> str | None:
     path = find_app_file(relative)
     try:
-        return path.read_text(encoding="utf-8") if path else None
+        if path:
+            return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
+        pass
+    return _from_metadata(relative)
+
+
+def _from_metadata(relative: str) -> str | None:
+    """A wheel install keeps LICENSE and THIRD_PARTY_NOTICES in its dist-info (PEP 639)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+        return distribution("laya-desktop").read_text(f"licenses/{relative}")
+    except (PackageNotFoundError, OSError, UnicodeDecodeError):
         return None
