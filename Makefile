@@ -63,3 +63,32 @@ screenshots: $(STAMP_RUN) $(QM_FILES)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(QM_FILES)
+
+# --- Packaging (packaging/README.md): the PyInstaller folder, the AppImage, Laya.app ------------
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+APPIMAGE := dist/Laya-$(VERSION)-x86_64.AppImage
+STAMP_PYINSTALLER := $(VENV)/.installed-pyinstaller
+PYINSTALLER := $(PY) -m PyInstaller --noconfirm --log-level WARN --workpath build/pyinstaller/work
+ZSTD_LEVEL ?= 12
+
+.PHONY: bundle appimage package-test app
+
+$(STAMP_PYINSTALLER): | $(PY)
+	$(PY) -m pip install --quiet $(PIP_FLAGS) "pyinstaller>=6.10"
+	touch $@
+
+bundle: $(STAMP_RUN) $(QM_FILES) $(STAMP_PYINSTALLER)
+	$(PYINSTALLER) --distpath build/pyinstaller/dist packaging/laya.spec
+
+appimage: bundle
+	$(MAKE) -C packaging/runtime
+	$(PY) packaging/build_appimage.py --level $(ZSTD_LEVEL)
+
+package-test: appimage
+	$(APPIMAGE) --appimage-extract-and-run --self-test
+
+app: $(STAMP_RUN) $(QM_FILES) $(STAMP_PYINSTALLER)
+	@test "$$(uname -s)-$$(uname -m)" = Darwin-arm64 || { echo "make app: macOS on Apple Silicon only"; exit 1; }
+	packaging/macos/make_icns.sh resources/icons build/Laya.icns
+	$(PYINSTALLER) --distpath build/pyinstaller/dist packaging/laya.spec
+	rm -rf dist/Laya.app && mkdir -p dist && cp -R build/pyinstaller/dist/Laya.app dist/
