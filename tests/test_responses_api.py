@@ -6,6 +6,9 @@ real `openai` SDK against a real engine process are at the end of the file.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
 import json
 from pathlib import Path
 
@@ -492,3 +495,65 @@ def test_responses_upstream_passes_through(front, upstream):
     from openai import NotFoundError
     with pytest.raises(NotFoundError):
         client.responses.create(model="chat-only", input="x", previous_response_id=first.id)
+
+
+CODEX = os.environ.get("LAYA_CODEX_BIN") or shutil.which("codex") or "/tmp/agents/node_modules/.bin/codex"
+
+
+needs_codex = pytest.mark.skipif(not Path(CODEX).exists(),
+                                 reason="Codex CLI (npm @openai/codex@0.169.0) not installed")
+
+
+def run_codex(tmp_path, base_url: str, model: str, prompt: str, timeout: float):
+    home = tmp_path / "codex-home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(codex_config(base_url, model))
+    return subprocess.run([CODEX, "exec", "--skip-git-repo-check", prompt], cwd=tmp_path,
+                          env={**os.environ, "CODEX_HOME": str(home)}, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@needs_codex
+@pytest.mark.timeout(400)
+def test_codex_parses_a_whole_turn_on_a_tiny_model(tmp_path, tiny_gguf):
+    """Codex's real turn (~31k tokens for the tiny model's byte-level vocabulary: developer
+    messages, 9 tools, a namespace and web_search) through the engine. The random model never
+    stops on its own, so the context cuts it off: Codex must have read the stream to its end,
+    `response.incomplete` included, and says so exactly as it does for OpenAI."""
+    from engine_harness import running_engine
+    config = {"models": [{"name": "tiny", "backend": "llama_cpp", "path": str(tiny_gguf),
+                          "n_ctx": 32768, "parallel": 1}],
+              "routes": [{"name": "default", "target": "tiny"}]}
+    with running_engine(config, tmp_path) as eng:
+        done = run_codex(tmp_path, eng.url + "/v1", "laya-agent", "Say hi.", timeout=360)
+        requests = httpx.get(eng.url + "/admin/requests").json()["requests"]
+    assert "Incomplete response returned, reason: max_output_tokens" in done.stderr, done.stderr[-2000:]
+    (turn,) = [r for r in requests if r["path"] == "/v1/responses"]
+    assert turn["status"] == 200 and turn["rule"] == "default" and turn["prompt_tokens"] > 20000
+
+
+@needs_codex
+@pytest.mark.skipif(not os.environ.get("LAYA_CODEX_E2E"),
+                    reason="minutes of CPU: set LAYA_CODEX_E2E=1 (a turn took ~8 min on 2 busy cores)")
+@pytest.mark.timeout(1800)
+def test_codex_exec_replies_through_smollm2(tmp_path):
+    from engine_harness import running_engine
+    config = {"models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
+                          "n_ctx": 16384, "parallel": 1}],
+              "routes": [{"name": "default", "target": "smol"}]}
+    with running_engine(config, tmp_path) as eng:
+        done = run_codex(tmp_path, eng.url + "/v1", "gpt-5-codex", "Say hi in one short sentence.",
+                         timeout=1700)
+        requests = httpx.get(eng.url + "/admin/requests").json()["requests"]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()
+    (turn,) = [r for r in requests if r["path"] == "/v1/responses"]
+    assert turn["status"] == 200 and turn["model"] == "smol"
+
+
+def codex_config(base_url: str, model: str) -> str:
+    """What a user puts in ~/.codex/config.toml for Laya (the README shows the same)."""
+    return (f'model = "{model}"\nmodel_provider = "laya"\n\n[model_providers.laya]\nname = "Laya"\n'
+            f'base_url = "{base_url}"\nwire_api = "responses"\n'
+            # a long prompt on a CPU can take minutes before its first token
+            'stream_idle_timeout_ms = 900000\nrequest_max_retries = 0\nstream_max_retries = 0\n')
