@@ -121,6 +121,16 @@ def resolve_builtins() -> str:
     return ", ".join(sizes)
 
 
+def find_app_files() -> str:
+    """The licences and the icon that the About box and the window show are where they look."""
+    from laya_desktop.app_files import ICON_SVG, LICENSE, THIRD_PARTY_NOTICES, find_app_file
+
+    missing = [name for name in (LICENSE, THIRD_PARTY_NOTICES, ICON_SVG) if find_app_file(name) is None]
+    if missing:
+        raise SelfTestError("missing from the install: " + ", ".join(missing))
+    return f"{LICENSE}, {THIRD_PARTY_NOTICES}, {ICON_SVG}"
+
+
 def run_self_test(args=None, model_path: str = "builtin:gemma-3-270m") -> int:
     started = time.monotonic()
 
@@ -132,9 +142,11 @@ def run_self_test(args=None, model_path: str = "builtin:gemma-3-270m") -> int:
         port = free_port()
         config = write_config(folder, port, model_path)
         engine = None
-        step = "built-in models"
+        step = "app files"
         try:
             t0 = time.monotonic()
+            report(step, t0, f": {find_app_files()}")
+            step, t0 = "built-in models", time.monotonic()
             report(step, t0, f": {resolve_builtins()}")
             step, t0 = "engine start", time.monotonic()
             engine = Engine(config, port, folder / "engine.log")

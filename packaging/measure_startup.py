@@ -25,11 +25,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def free_display() -> int:
-    n = 90
-    while Path(f"/tmp/.X11-unix/X{n}").exists() or Path(f"/tmp/.X{n}-lock").exists():
-        n += 1
-    return n
+def start_xvfb() -> tuple[subprocess.Popen, int]:
+    """Xvfb on a display it picks itself, once it is ready (-displayfd)."""
+    r, w = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x1024x24",
+                             "-nolisten", "tcp"], pass_fds=(w,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(w)
+    with os.fdopen(r) as f:
+        display = int(f.readline())
+    return xvfb, display
 
 
 def window_visible(env: dict) -> bool:
@@ -76,15 +81,10 @@ def main() -> int:
     parser.add_argument("--extract-and-run", action="store_true")
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
-    display = free_display()
-    xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb, display = start_xvfb()
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
     env["DISPLAY"] = f":{display}"
     try:
-        deadline = time.monotonic() + 20
-        while not Path(f"/tmp/.X11-unix/X{display}").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         times = [one_run(args.appimage.resolve(), args.extract_and_run, env, args.timeout)
                  for _ in range(args.runs)]
     finally:

@@ -15,7 +15,7 @@ def test_self_test_passes():
     r = subprocess.run([sys.executable, "-m", "laya_desktop", "--self-test"], env=ENV,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    for step in ("built-in models", "engine start", "chat", "main window"):
+    for step in ("app files", "built-in models", "engine start", "chat", "main window"):
         assert f"self-test: {step} ok" in r.stderr
     assert "self-test passed" in r.stderr
 
