@@ -68,3 +68,22 @@ def dropped(dest: str) -> bool:
 def drop_unused(toc):
     """The TOC (dest, src, typecode entries) without the files above."""
     return [entry for entry in toc if not dropped(entry[0])]
+
+
+def strip_own_binaries(toc, workdir: str):
+    """Stripped copies of the binaries that come from Python's build and the system (libpython
+    carries 17 MB of debug info here). Wheels' binaries stay as they are: they come stripped, and
+    `strip` breaks the ones auditwheel patched (numpy's OpenBLAS fails to load)."""
+    import os
+    import subprocess
+
+    out = []
+    for dest, src, typecode in toc:
+        if typecode in ("BINARY", "EXTENSION") and src and "site-packages" not in src \
+                and os.path.isfile(src):
+            stripped = os.path.join(workdir, "stripped", dest)
+            os.makedirs(os.path.dirname(stripped), exist_ok=True)
+            if subprocess.run(["strip", "--strip-unneeded", "-o", stripped, src]).returncode == 0:
+                src = stripped
+        out.append((dest, src, typecode))
+    return out

@@ -2,13 +2,15 @@
 
     python packaging/measure_startup.py dist/Laya-*.AppImage [--runs 3] [--extract-and-run]
 
-Needs Xvfb and xdotool (apt-get install xvfb xdotool). The app runs with a throw-away models.yaml
-on a free port and HOME, so it neither meets a running Laya nor touches the user's config.
+Needs Xvfb, xdotool and xdpyinfo (apt-get install xvfb xdotool x11-utils). The app runs with a
+throw-away models.yaml on a free port and HOME, so it neither meets a running Laya nor touches
+the user's config.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,15 +28,20 @@ def free_port() -> int:
 
 
 def start_xvfb() -> tuple[subprocess.Popen, int]:
-    """Xvfb on a display it picks itself, once it is ready (-displayfd)."""
-    r, w = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x1024x24",
-                             "-nolisten", "tcp"], pass_fds=(w,),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(w)
-    with os.fdopen(r) as f:
-        display = int(f.readline())
-    return xvfb, display
+    """Xvfb on a free display number, once a client can talk to it (other Xvfbs may be running)."""
+    for display in random.sample(range(100, 1000), 20):
+        if Path(f"/tmp/.X{display}-lock").exists():
+            continue
+        xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", "1280x1024x24", "-nolisten",
+                                 "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 15
+        while xvfb.poll() is None and time.monotonic() < deadline:
+            if subprocess.run(["xdpyinfo", "-display", f":{display}"], capture_output=True).returncode == 0:
+                return xvfb, display
+            time.sleep(0.1)
+        xvfb.kill()
+        xvfb.wait()
+    raise RuntimeError("could not start Xvfb")
 
 
 def window_visible(env: dict) -> bool:
