@@ -449,6 +449,19 @@ def test_previous_response_id_and_unknown_id(upstream):
     assert info.value.body["param"] == "previous_response_id"
 
 
+def test_logprobs_and_delete(upstream):
+    from openai import NotFoundError
+    client = sdk(upstream)
+    response = client.responses.create(model="smol", input="Say yes.", max_output_tokens=5, temperature=0,
+                                       top_logprobs=2, include=["message.output_text.logprobs"])
+    part = response.output[0].content[0]
+    assert part.logprobs and len(part.logprobs[0].top_logprobs) == 2
+    assert "".join(lp.token for lp in part.logprobs) == part.text
+    assert client.responses.delete(response.id) is None
+    with pytest.raises(NotFoundError):
+        client.responses.retrieve(response.id)
+
+
 def test_text_format_json_schema(upstream):
     client = sdk(upstream)
     response = client.responses.create(
