@@ -303,7 +303,7 @@ def engine(tmp_path_factory):
     from engine_harness import running_engine
     config = {"server": {"api_key": API_KEY},
               "models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
-                          "n_ctx": 2048, "parallel": 2}],
+                          "n_ctx": 4096, "parallel": 2}],
               "routes": [{"name": "default", "target": "smol"}]}
     with running_engine(config, tmp_path_factory.mktemp("messages")) as eng:
         yield eng

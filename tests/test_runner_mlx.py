@@ -198,7 +198,8 @@ def test_generation_stops_at_n_ctx(model_dir):
 
 
 def test_cancel_stops_promptly_and_emits_nothing_more(backend):
-    assert backend.submit({**chat("Hello", max_tokens=200), "id": "c"}) == []
+    (queued,) = backend.submit({**chat("Hello", max_tokens=200), "id": "c"})
+    assert queued["event"] == "queued" and queued["id"] == "c" and queued["prompt_tokens"] > 0
     seen = []
     while sum(e["event"] == "token" for e in seen) < 2:
         seen += backend.step()

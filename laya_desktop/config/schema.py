@@ -39,6 +39,9 @@ class ModelConfig:
     n_ctx: int = _doc("Context tokens per sequence.", default=4096)
     parallel: int | None = _doc("Sequences served at once (default 4 for llama_cpp, 1 for mlx).",
                                 default=None)
+    max_output_tokens: int | None = _doc("Most tokens one answer may generate; a request asking for "
+                                         "more, or for no limit, gets this many (null: up to n_ctx).",
+                                         default=None)
     n_gpu_layers: int = _doc("Layers offloaded to the GPU; -1 for all.", default=0)
     n_threads: int | None = _doc("CPU threads for llama.cpp; null picks a default.", default=None)
     kv_cache_type: str = _doc("KV cache element type: f16 | q8_0 | q4_0.", default="f16")

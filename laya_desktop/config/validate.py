@@ -117,6 +117,7 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "responses": (_Field("bool"), _OPENAI),
     "n_ctx": (_Field("int", check=_at_least(16)), LOCAL_BACKENDS),
     "parallel": (_Field("int", nullable=True, check=_at_least(1)), LOCAL_BACKENDS),
+    "max_output_tokens": (_Field("int", nullable=True, check=_at_least(1)), LOCAL_BACKENDS),
     "n_gpu_layers": (_Field("int", check=_at_least(-1)), _LLAMA),
     "n_threads": (_Field("int", nullable=True, check=_at_least(1)), _LLAMA),
     "kv_cache_type": (_Field("str", check=_choice("kv_cache_type", KV_CACHE_TYPES)), _LLAMA),

@@ -46,6 +46,7 @@ class LocalGeneration:
     done_at: float | None = None
     attempts: list[Attempt] = field(default_factory=list)
     finished: bool = False
+    prompt_tokens: int | None = None   # known once the runner accepted the prompt
     passthrough = False
 
     def outputs(self, call: Call):
@@ -54,6 +55,9 @@ class LocalGeneration:
     async def events(self):
         event = self.first
         while True:
+            if event.get("event") == "queued":
+                event = await self.queue.get()
+                continue
             if event.get("event") in ("done", "error", "embeddings"):
                 self.done_at = time.monotonic()
                 self.finished = True
@@ -92,8 +96,20 @@ def check_local(call: Call, served: ServedModel) -> None:
                                  "model with 'embedding: true')", "model_not_supported")
 
 
+def capped(command: dict, model) -> dict:
+    """The command with max_tokens within the model's `max_output_tokens`, when it has one."""
+    cap = getattr(model, "max_output_tokens", None)
+    asked = command.get("params", {}).get("max_tokens")
+    if cap is None or (asked is not None and asked <= cap):
+        return command
+    return {**command, "params": {**command.get("params", {}), "max_tokens": cap}}
+
+
 async def start_local(manager: ModelManager, served: ServedModel, command: dict,
-                       timeout_s: float) -> LocalGeneration:
+                      timeout_s: float, early: bool = False) -> LocalGeneration:
+    """A generation on a local model once its runner took the request: at its first token, or
+    with `early` (a stream) as soon as the runner has accepted the prompt, since a long prompt
+    may take minutes to read and the client should hear from us before that."""
     started = time.monotonic()
     while True:
         await served.queue.acquire(max(0.0, timeout_s - (time.monotonic() - started)))
@@ -114,8 +130,11 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
         wait_s = time.monotonic() - started
         req_id = uuid.uuid4().hex
         sent_at = time.monotonic()
-        queue = await handle.open_stream(req_id, command)
+        queue = await handle.open_stream(req_id, capped(command, served.config))
         first = await queue.get()
+        prompt_tokens = first.get("prompt_tokens") if first.get("event") == "queued" else None
+        if prompt_tokens is not None and not early:
+            first = await queue.get()
     except BaseException:
         served.queue.release()
         if handle is not None and req_id is not None:
@@ -123,7 +142,7 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
             await handle.close_stream(req_id, cancel=True)
         raise
     gen = LocalGeneration(served, handle, req_id, queue, first, started, time.monotonic(),
-                          wait_s=wait_s, sent_at=sent_at)
+                          wait_s=wait_s, sent_at=sent_at, prompt_tokens=prompt_tokens)
     if first.get("event") == "error":
         gen.finished = True
         await gen.close()
@@ -154,7 +173,7 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
                 raise previous_not_found(call.options["unresolved_previous_response_id"])
             if served.is_local:
                 check_local(call, served)
-                gen = await start_local(manager, served, call.command, timeout_s)
+                gen = await start_local(manager, served, call.command, timeout_s, early=call.stream)
             else:
                 gen = await open_remote(remote_client, served, call, client_headers)
             gen.attempts = attempts

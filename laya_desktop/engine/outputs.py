@@ -51,7 +51,13 @@ class Failed:
     status: int = 500
 
 
-Output = TextDelta | ToolCall | Finished | Embedded | Failed
+@dataclass(slots=True)
+class KeepAlive:
+    """Nothing new for a while (a long prompt being read): writers send their API's heartbeat,
+    so that clients with a first-byte or idle timeout keep waiting."""
+
+
+Output = TextDelta | ToolCall | Finished | Embedded | Failed | KeepAlive
 
 
 @dataclass

@@ -6,6 +6,7 @@ queues and loads, a client leaving, the request log — happens here once.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import AsyncIterator
@@ -21,12 +22,13 @@ from laya_desktop.engine.calls import Call
 from laya_desktop.engine.dispatch import LocalGeneration, check_local, start_generation, start_local
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.model_manager import LoadRefused
-from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, Output
+from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, KeepAlive, Output
 from laya_desktop.engine.remote import open_remote
 from laya_desktop.engine.runner_handle import RunnerError
-from laya_desktop.engine.sse import DONE, DisconnectAwareStreamingResponse, sse
+from laya_desktop.engine.sse import DisconnectAwareStreamingResponse
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
+KEEPALIVE_S = 10.0   # a stream with nothing new for this long gets its API's heartbeat
 
 
 def _too_large() -> ApiError:
@@ -128,9 +130,9 @@ async def serve(request: Request, api: Api) -> Response:
         return Response(status_code=499)
     record.generation = gen
     routed.served_by(gen.served.name, record)
-    record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
     if gen.passthrough:
-        return _relay(engine, gen, routed.headers, record)
+        record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
+        return _relay(engine, api, gen, routed.headers, record)
     meta = Meta(model=gen.served.name, engine=engine)
     if call.stream:
         return DisconnectAwareStreamingResponse(
@@ -163,8 +165,10 @@ async def unless_client_leaves(request: Request, start):
 
 
 async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: list[int]):
-    """The outputs, passed on; their usage and failure go into the request log."""
+    """The outputs, passed on; their usage, failure and time to the first one go into the log."""
     async for out in outputs:
+        if record.fields["ttft_ms"] is None and not isinstance(out, KeepAlive):
+            record.fields["ttft_ms"] = round((time.monotonic() - record.started) * 1000, 1)
         if isinstance(out, (Finished, Embedded)):
             record.note_usage(out.usage)
         elif isinstance(out, Failed):
@@ -172,10 +176,34 @@ async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: 
         yield out
 
 
+async def with_keepalive(outputs: AsyncIterator[Output], every_s: float = KEEPALIVE_S):
+    """The outputs, with a KeepAlive whenever none came for `every_s` seconds."""
+    source = outputs.__aiter__()
+    pending: asyncio.Future | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(source.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=every_s)
+            if not done:
+                yield KeepAlive()
+                continue
+            finished, pending = pending, None
+            try:
+                out = finished.result()
+            except StopAsyncIteration:
+                return
+            yield out
+    finally:
+        if pending is not None:
+            pending.cancel()
+
+
 async def _stream(engine, api: Api, call: Call, gen, meta: Meta, record: RequestRecord):
     status = [200]
     try:
-        async for chunk in api.stream(call, _noted(gen.outputs(call), record, status), meta):
+        outputs = with_keepalive(_noted(gen.outputs(call), record, status))
+        async for chunk in api.stream(call, outputs, meta):
             yield chunk
     except BaseException:
         status[0] = 499  # the client went away
@@ -194,6 +222,8 @@ async def _collect(request: Request, engine, api: Api, call: Call, gen, meta: Me
     async def collect():
         nonlocal finished
         async for out in gen.outputs(call):
+            if record.fields["ttft_ms"] is None:
+                record.fields["ttft_ms"] = round((time.monotonic() - record.started) * 1000, 1)
             result.add(out)
         finished = True
 
@@ -226,7 +256,7 @@ async def _collect(request: Request, engine, api: Api, call: Call, gen, meta: Me
     return JSONResponse(api.collect(call, result, meta), headers=headers)
 
 
-def _relay(engine, gen, headers: dict, record: RequestRecord) -> Response:
+def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Response:
     """A remote's answer in the client's own API, passed through as it comes."""
     status = gen.response.status_code
 
@@ -239,9 +269,8 @@ def _relay(engine, gen, headers: dict, record: RequestRecord) -> Response:
             # The remote broke off mid-answer: a stream still ends in OpenAI's error shape.
             status = 502
             if gen.stream:
-                yield b"\n\n" + sse({"error": {
-                    "message": f"remote model '{gen.served.name}' broke off: {exc!r}",
-                    "type": "server_error", "code": "remote_error", "param": None}}) + DONE
+                failed = Failed("remote_error", f"remote model '{gen.served.name}' broke off: {exc!r}", 502)
+                yield b"\n\n" + api.stream_failure(failed)
         finally:
             with anyio.CancelScope(shield=True):
                 await gen.close()
@@ -305,7 +334,7 @@ def count_endpoint(api):
                     raise errors.bad_request(f"model '{served.name}' ({served.config.backend}) "
                                              "cannot count tokens", "model_not_supported")
                 gen = await open_remote(engine.remote, served, call, request.headers)
-                return _relay(engine, gen, routed.headers, record)
+                return _relay(engine, api, gen, routed.headers, record)
             check_local(call, served)
             command = {**call.command, "count_only": True}
             gen = await unless_client_leaves(request, lambda: start_local(

@@ -262,7 +262,7 @@ class LlamaCppBackend:
         max_tokens = params.max_tokens or self.n_ctx
         self.waiting.append(Request(req_id, prompt, params, TextStream(stops + params.stop),
                                     max_tokens, sampler))
-        return []
+        return [P.queued(req_id, len(prompt))]
 
     def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
         if cmd.get("kind") == "chat":

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import common_prefix_len
 from laya_desktop.runners.chat_templates import normalize_messages
 from laya_desktop.runners.tool_prompt import (check_tools, for_template, inline_tools,
@@ -353,7 +354,7 @@ class MlxBackend:
             return [_error(req_id, "bad_request", f"bad sampling parameters: {exc}")]
         self._ids[req_id] = req
         self._queue.append(req)
-        return []
+        return [P.queued(req_id, len(prompt))]
 
     def cancel(self, req_id: str) -> list[dict]:
         req = self._ids.pop(req_id, None)

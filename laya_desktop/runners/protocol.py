@@ -46,6 +46,12 @@ def load_failed(message: str) -> dict:
     return {"event": "load_failed", "message": message}
 
 
+def queued(req_id: str, prompt_tokens: int) -> dict:
+    """The request was accepted (its prompt fits) and waits for or holds a slot: the engine may
+    start answering the client before the first token, which a long prompt may delay by minutes."""
+    return {"event": "queued", "id": req_id, "prompt_tokens": prompt_tokens}
+
+
 def token(req_id: str, text: str, logprobs: list[dict] | None = None) -> dict:
     event = {"event": "token", "id": req_id, "text": text}
     if logprobs is not None:

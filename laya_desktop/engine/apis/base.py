@@ -8,7 +8,11 @@ An adapter is a plain object with:
 - `stream(call, outputs, meta)`: async iterator of the SSE bytes for a stream of `Output`s; it
   ends with the API's own terminal events, also when the outputs end in `Failed`;
 - `collect(call, result, meta) -> dict`: the non-streamed answer from a `Collected` (never
-  called with a failure: serving answers those through `error_response`).
+  called with a failure: serving answers those through `error_response`);
+- `stream_failure(failed) -> bytes`: what ends a stream that breaks off, for a remote's stream
+  relayed as it came.
+A stream's outputs may hold `KeepAlive`s while a long prompt is read: each writer answers one
+with its API's heartbeat (an SSE comment, Anthropic's `ping`, Responses' `response.in_progress`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from starlette.responses import Response
 
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
-from laya_desktop.engine.outputs import Collected, Output
+from laya_desktop.engine.outputs import Collected, Failed, Output
 
 
 @dataclass
@@ -44,3 +48,5 @@ class Api(Protocol):
     def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]: ...
 
     def collect(self, call: Call, result: Collected, meta: Meta) -> dict: ...
+
+    def stream_failure(self, failed: Failed) -> bytes: ...

@@ -9,7 +9,8 @@ from starlette.responses import JSONResponse, Response
 from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
-from laya_desktop.engine.outputs import Collected, Failed, Finished, Output, TextDelta, ToolCall, Usage
+from laya_desktop.engine.outputs import (Collected, Failed, Finished, KeepAlive, Output, TextDelta,
+                                         ToolCall, Usage)
 from laya_desktop.engine.request_body import chat_call, completion_call, wants_usage_in_stream
 from laya_desktop.engine.sse import DONE, sse
 
@@ -22,6 +23,9 @@ def openai_usage(usage: Usage) -> dict:
     return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "total_tokens": usage.prompt_tokens + usage.completion_tokens,
             "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}
+
+
+KEEPALIVE = b": keepalive\n\n"   # an SSE comment: clients skip it, their timers see bytes
 
 
 def failure_payload(failed: Failed) -> dict:
@@ -71,6 +75,9 @@ class ChatApi:
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
         return openai_error_response(error, headers)
 
+    def stream_failure(self, failed: Failed) -> bytes:
+        return sse(failure_payload(failed)) + DONE
+
     async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
         cid = "chatcmpl-" + meta.hex_id
         wants_logprobs = bool(call.command["params"].get("logprobs"))
@@ -90,6 +97,8 @@ class ChatApi:
             elif isinstance(out, ToolCall):
                 yield chunk({"tool_calls": [_tool_call_json(out, n_calls)]})
                 n_calls += 1
+            elif isinstance(out, KeepAlive):
+                yield KEEPALIVE
             elif isinstance(out, Finished):
                 yield chunk({}, out.finish_reason)
                 if wants_usage_in_stream(call.body):
@@ -119,6 +128,9 @@ class CompletionsApi:
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
         return openai_error_response(error, headers)
 
+    def stream_failure(self, failed: Failed) -> bytes:
+        return sse(failure_payload(failed)) + DONE
+
     async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
         cid = "cmpl-" + meta.hex_id
         wants_logprobs = bool(call.command["params"].get("logprobs"))
@@ -135,6 +147,8 @@ class CompletionsApi:
                     yield chunk(out.text, logprobs=completion_logprobs(out.logprobs, at)
                                 if wants_logprobs else None)
                     at += len(out.text)
+            elif isinstance(out, KeepAlive):
+                yield KEEPALIVE
             elif isinstance(out, Finished):
                 yield chunk("", out.finish_reason)
                 if wants_usage_in_stream(call.body):

@@ -16,7 +16,7 @@ from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.apis.messages_body import messages_to_chat
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
-from laya_desktop.engine.outputs import (Collected, Failed, Finished, Output, TextDelta, ToolCall,
+from laya_desktop.engine.outputs import (Collected, Failed, Finished, KeepAlive, Output, TextDelta, ToolCall,
                                          Usage)
 from laya_desktop.engine.request_body import chat_call
 
@@ -114,6 +114,8 @@ class MessagesApi:
                     "type": "input_json_delta", "partial_json": out.arguments or "{}"})
                 yield event("content_block_stop", index=index)
                 index, calls = index + 1, calls + 1
+            elif isinstance(out, KeepAlive):
+                yield event("ping")
             elif isinstance(out, Finished):
                 if index == 0 and not text_open:   # an empty answer still has its text block
                     yield event("content_block_start", index=0,
