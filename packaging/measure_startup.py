@@ -32,8 +32,10 @@ def start_xvfb() -> tuple[subprocess.Popen, int]:
     for display in random.sample(range(100, 1000), 20):
         if Path(f"/tmp/.X{display}-lock").exists():
             continue
-        xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", "1280x1024x24", "-nolisten",
-                                 "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # -noreset: an X server resets when its last client leaves, refusing connections meanwhile
+        xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", "1280x1024x24", "-noreset",
+                                 "-nolisten", "tcp"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 15
         while xvfb.poll() is None and time.monotonic() < deadline:
             if subprocess.run(["xdpyinfo", "-display", f":{display}"], capture_output=True).returncode == 0:
