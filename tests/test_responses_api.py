@@ -547,7 +547,7 @@ def test_codex_parses_a_whole_turn_on_a_tiny_model(tmp_path, tiny_gguf):
 
 @needs_codex
 @pytest.mark.skipif(not os.environ.get("LAYA_CODEX_E2E"),
-                    reason="minutes of CPU: set LAYA_CODEX_E2E=1 (a turn took ~8 min on 2 busy cores)")
+                    reason="minutes of CPU: set LAYA_CODEX_E2E=1 (4 min here, 8 on busy cores)")
 @pytest.mark.timeout(1800)
 def test_codex_exec_replies_through_smollm2(tmp_path):
     from engine_harness import running_engine
