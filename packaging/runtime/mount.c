@@ -7,6 +7,7 @@
 #include <squashfuse/ll.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
