@@ -143,3 +143,18 @@ def test_extract_and_run_passes_sigterm_on_and_still_cleans_up(runtime, tmp_path
     assert proc.returncode == 5
     assert "got-term" in out
     assert list(tmpdir.iterdir()) == []
+
+
+def test_without_fuse_it_falls_back_to_extract_and_run(appimage, tmp_path):
+    """/dev/fuse replaced by /dev/null in a private mount namespace: the mount fails, the app runs."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not os.path.exists("/dev/fuse"):
+        pytest.skip("needs root, unshare and /dev/fuse to take FUSE away")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("mount namespaces are not allowed here")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind /dev/null /dev/fuse && exec "$0" x',
+                        str(appimage)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 7, r.stderr
+    assert "extracting to a temporary folder instead" in r.stderr
+    assert "/appimage_extracted_" in fields(r.stdout)["APPDIR"][0]
+    assert fields(r.stdout)["ARG"] == ["x"]
