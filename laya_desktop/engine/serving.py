@@ -115,8 +115,7 @@ async def serve(request: Request, api: Api) -> Response:
     try:
         body = await read_json(request)
         # the Responses adapter reads its store on the engine (previous_response_id, item_reference)
-        call = (api.parse(body, request.headers, engine) if api.name == "responses"
-                else api.parse(body, request.headers))
+        call = api.parse(body, request.headers, engine)
         call.path = request.url.path
         routed = Routed(engine, call, request, record)
         gen = await unless_client_leaves(request, lambda: start_generation(

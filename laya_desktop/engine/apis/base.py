@@ -2,7 +2,7 @@
 
 An adapter is a plain object with:
 - `name`: the request log's `api` ("chat", "completions", "responses", "messages", "embeddings");
-- `parse(body, headers) -> Call`: check the body (a 400 `ApiError` naming the field) and build
+- `parse(body, headers, engine) -> Call`: check the body (a 400 `ApiError` naming the field) and build
   the call: the chat-completions view the rules see, the runner command, the stream flag;
 - `error_response(error, headers) -> Response`: an `ApiError` in this API's own error shape;
 - `stream(call, outputs, meta)`: async iterator of the SSE bytes for a stream of `Output`s; it
@@ -41,7 +41,7 @@ class Meta:
 class Api(Protocol):
     name: str
 
-    def parse(self, body: Any, headers: Headers) -> Call: ...
+    def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call: ...
 
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response: ...
 

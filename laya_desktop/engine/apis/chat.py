@@ -69,7 +69,7 @@ class ChatApi:
     name = "chat"
     object_name = "chat.completion"
 
-    def parse(self, body: Any, headers: Headers) -> Call:
+    def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call:
         return chat_call(body)
 
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -122,7 +122,7 @@ class ChatApi:
 class CompletionsApi:
     name = "completions"
 
-    def parse(self, body: Any, headers: Headers) -> Call:
+    def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call:
         return completion_call(body)
 
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:

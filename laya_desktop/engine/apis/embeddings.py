@@ -32,7 +32,7 @@ def _inputs(raw: Any) -> list[str]:
 class EmbeddingsApi:
     name = "embeddings"
 
-    def parse(self, body: Any, headers: Headers) -> Call:
+    def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call:
         if not isinstance(body, dict):
             raise bad_request("the request body must be a JSON object")
         model = body.get("model")

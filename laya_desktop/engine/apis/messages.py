@@ -62,7 +62,7 @@ def event(name: str, **fields) -> bytes:
 class MessagesApi:
     name = "messages"
 
-    def parse(self, body: Any, headers: Headers) -> Call:
+    def parse(self, body: Any, headers: Headers, engine: Any = None) -> Call:
         return self._call(body, count_only=False)
 
     def parse_count(self, body: Any, headers: Headers) -> Call:

@@ -18,7 +18,8 @@ from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.apis.responses_input import FIELD_NAMES, to_chat
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
-from laya_desktop.engine.outputs import Collected, Failed, Finished, Output, TextDelta, ToolCall, Usage
+from laya_desktop.engine.outputs import (Collected, Failed, Finished, KeepAlive, Output, TextDelta,
+                                         ToolCall, Usage)
 from laya_desktop.engine.request_body import chat_call
 from laya_desktop.engine.response_store import ResponseStore, StoredResponse
 
@@ -156,6 +157,10 @@ class ResponsesApi:
     def error_response(self, error: ApiError, headers: dict[str, str] | None = None) -> Response:
         return error.response(headers)
 
+    def stream_failure(self, failed: Failed) -> bytes:
+        """Ends a relayed stream that broke off (its own sequence numbers are the upstream's)."""
+        return event("error", 0, {"code": failed.code, "message": failed.message, "param": None})
+
     async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
         seq = 0
 
@@ -202,6 +207,9 @@ class ResponsesApi:
                 yield emit("response.output_text.delta", item_id=message["id"],
                            output_index=message["index"], content_index=0, delta=out.text,
                            logprobs=logprobs)
+            elif isinstance(out, KeepAlive):
+                # Codex's idle timeout counts events, not bytes: a repeated in_progress is one.
+                yield emit("response.in_progress", response=started)
             elif isinstance(out, ToolCall):
                 if message is not None:
                     for chunk in close_message("completed"):
