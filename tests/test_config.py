@@ -343,13 +343,14 @@ def test_repo_models_yaml_is_valid():
     assert [m.name for m in config.models] == ["smollm2-135m", "gemma-270m"]
     smol = config.model("smollm2-135m")
     assert (smol.backend, smol.path, smol.n_ctx, smol.parallel, smol.warmup) == \
-        ("llama_cpp", "builtin:smollm2-135m-instruct", 8192, 2, False)
+        ("llama_cpp", "builtin:smollm2-135m-instruct", 16384, 2, False)
     gemma = config.model("gemma-270m")
     assert (gemma.backend, gemma.path, gemma.n_ctx, gemma.parallel, gemma.warmup) == \
         ("llama_cpp", "builtin:gemma-3-270m", 32768, 1, False)
-    assert [(r.name, r.target) for r in config.routes] == [
-        ("completions", "gemma-270m"), ("agents", "gemma-270m"), ("long-context", "gemma-270m"),
-        ("default", "smollm2-135m")]
+    assert gemma.max_output_tokens == 1024   # a base model: nothing else ends its chat turns
+    assert [(r.name, r.target, r.fallback) for r in config.routes] == [
+        ("completions", "gemma-270m", []), ("agents", "smollm2-135m", ["gemma-270m"]),
+        ("long-context", "gemma-270m", []), ("default", "smollm2-135m", ["gemma-270m"])]
     last = config.routes[-1]
     assert last.name == "default" and last.match.is_empty() and last.fallback == ["gemma-270m"]
     assert all(not r.match.is_empty() for r in config.routes[:-1])

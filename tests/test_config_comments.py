@@ -101,15 +101,15 @@ def test_changed_values_change_only_their_lines_and_keep_their_comments(tmp_path
 
     def change(config):
         config.server.port = 9000
-        config.models[0].n_ctx = 16384
+        config.models[0].n_ctx = 8192
 
     new, _ = saved(tmp_path, text, change)
     changes = [(a, b) for a, b in zip(text.splitlines(), new.splitlines()) if a != b]
     assert len(new.splitlines()) == len(text.splitlines())
     assert changes == [
         ("  port: 8555", "  port: 9000"),
-        ("    n_ctx: 8192            # tokens per sequence; the KV cache holds n_ctx x parallel",
-         "    n_ctx: 16384           # tokens per sequence; the KV cache holds n_ctx x parallel"),
+        ("    n_ctx: 16384           # tokens per sequence; the KV cache holds n_ctx x parallel",
+         "    n_ctx: 8192            # tokens per sequence; the KV cache holds n_ctx x parallel"),
     ]
 
 

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import httpx
-import pytest
 
 from laya_desktop import logfiles
 from laya_desktop.gui.engine_client import EngineClient

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pydantic
 import pytest
 from starlette.datastructures import Headers
 
+from agent_clients import agent_binary, claude_env
 from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.apis.messages import MESSAGES
 from laya_desktop.engine.errors import ApiError
@@ -418,16 +417,12 @@ def test_errors_in_anthropics_shape(client, engine):
     assert any(e.get("api") == "messages" and e.get("path") == "/v1/messages" for e in entries)
 
 
-CLAUDE = os.environ.get("LAYA_CLAUDE_BIN") or shutil.which("claude") or "/tmp/agents/node_modules/.bin/claude"
-
-
-@pytest.mark.skipif(not os.path.exists(CLAUDE), reason="Claude Code is not installed")
 def test_claude_code_print_mode(engine, tmp_path):
-    """Claude Code itself, with a short system prompt and no tools so that SmolLM2's context holds
-    the turn (its full prompt is about 12k tokens, see test_claude_code_request_counts)."""
-    env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": engine.url,
-           "ANTHROPIC_API_KEY": API_KEY, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    done = subprocess.run([CLAUDE, "-p", "--bare", "--system-prompt", "You answer in one short sentence.",
+    """Claude Code itself, with a short system prompt and no tools so that a small context holds
+    the turn (its full prompt is about 12k tokens: tests/test_agents_e2e.py runs that one)."""
+    claude = agent_binary("claude")
+    env = claude_env(tmp_path, engine.url, API_KEY)
+    done = subprocess.run([claude, "-p", "--bare", "--system-prompt", "You answer in one short sentence.",
                            "--tools", "", "--", "In one sentence, what is the sea?"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -6,8 +6,6 @@ real `openai` SDK against a real engine process are at the end of the file.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import subprocess
 import json
 from pathlib import Path
@@ -17,6 +15,7 @@ import jsonschema
 import pytest
 from starlette.datastructures import Headers
 
+from agent_clients import agent_binary, codex_env
 from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.apis.responses import RESPONSES
 from laya_desktop.engine.errors import ApiError
@@ -462,7 +461,7 @@ def test_logprobs_and_delete(upstream):
         client.responses.retrieve(response.id)
 
 
-def test_text_format_json_schema(upstream):
+def test_text_format_json_schema_output_validates(upstream):
     client = sdk(upstream)
     response = client.responses.create(
         model="smol", input="Invent a person: give a name and an age.", max_output_tokens=60, temperature=0,
@@ -510,23 +509,12 @@ def test_responses_upstream_passes_through(front, upstream):
         client.responses.create(model="chat-only", input="x", previous_response_id=first.id)
 
 
-CODEX = os.environ.get("LAYA_CODEX_BIN") or shutil.which("codex") or "/tmp/agents/node_modules/.bin/codex"
-
-
-needs_codex = pytest.mark.skipif(not Path(CODEX).exists(),
-                                 reason="Codex CLI (npm @openai/codex@0.169.0) not installed")
-
-
 def run_codex(tmp_path, base_url: str, model: str, prompt: str, timeout: float):
-    home = tmp_path / "codex-home"
-    home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(codex_config(base_url, model))
-    return subprocess.run([CODEX, "exec", "--skip-git-repo-check", prompt], cwd=tmp_path,
-                          env={**os.environ, "CODEX_HOME": str(home)}, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([agent_binary("codex"), "exec", "--skip-git-repo-check", prompt],
+                          cwd=tmp_path, env=codex_env(tmp_path, base_url, model),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
 
-@needs_codex
 @pytest.mark.timeout(400)
 def test_codex_parses_a_whole_turn_on_a_tiny_model(tmp_path, tiny_gguf):
     """Codex's real turn (~31k tokens for the tiny model's byte-level vocabulary: developer
@@ -545,28 +533,3 @@ def test_codex_parses_a_whole_turn_on_a_tiny_model(tmp_path, tiny_gguf):
     assert turn["status"] == 200 and turn["rule"] == "default" and turn["prompt_tokens"] > 20000
 
 
-@needs_codex
-@pytest.mark.skipif(not os.environ.get("LAYA_CODEX_E2E"),
-                    reason="minutes of CPU: set LAYA_CODEX_E2E=1 (4 min here, 8 on busy cores)")
-@pytest.mark.timeout(1800)
-def test_codex_exec_replies_through_smollm2(tmp_path):
-    from engine_harness import running_engine
-    config = {"models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
-                          "n_ctx": 16384, "parallel": 1}],
-              "routes": [{"name": "default", "target": "smol"}]}
-    with running_engine(config, tmp_path) as eng:
-        done = run_codex(tmp_path, eng.url + "/v1", "gpt-5-codex", "Say hi in one short sentence.",
-                         timeout=1700)
-        requests = httpx.get(eng.url + "/admin/requests").json()["requests"]
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip()
-    (turn,) = [r for r in requests if r["path"] == "/v1/responses"]
-    assert turn["status"] == 200 and turn["model"] == "smol"
-
-
-def codex_config(base_url: str, model: str) -> str:
-    """What a user puts in ~/.codex/config.toml for Laya (the README shows the same)."""
-    return (f'model = "{model}"\nmodel_provider = "laya"\n\n[model_providers.laya]\nname = "Laya"\n'
-            f'base_url = "{base_url}"\nwire_api = "responses"\n'
-            # a long prompt on a CPU can take minutes before its first token
-            'stream_idle_timeout_ms = 900000\nrequest_max_retries = 0\nstream_max_retries = 0\n')

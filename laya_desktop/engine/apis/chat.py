@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterator
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from laya_desktop.engine.apis.base import Meta
 from laya_desktop.engine.calls import Call
