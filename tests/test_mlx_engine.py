@@ -60,3 +60,19 @@ def test_cancel_frees_and_unload_ends_runner(mlx_engine):
         pid = c.get("/admin/models").json()["models"][0]["pid"]
         assert c.post("/admin/models/tiny-mlx/unload").json()["unloaded"]
         assert pid not in mlx_engine.runner_pids()
+
+
+def test_tools_render_and_grammar_fields_are_refused_by_name(mlx_engine):
+    sdk = openai.OpenAI(base_url=mlx_engine.url + "/v1", api_key="unused", max_retries=0)
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    messages = [{"role": "user", "content": "weather in Paris?"}]
+    auto = sdk.chat.completions.create(model="tiny-mlx", max_tokens=4, messages=messages, tools=[tool])
+    bare = sdk.chat.completions.create(model="tiny-mlx", max_tokens=4, messages=messages)
+    assert auto.usage.prompt_tokens > bare.usage.prompt_tokens   # the tools reached the prompt
+    for extra, field in (({"tools": [tool], "tool_choice": "required"}, "'tool_choice'"),
+                         ({"response_format": {"type": "json_object"}}, "'response_format'"),
+                         ({"logprobs": True}, "'logprobs'")):
+        with pytest.raises(openai.BadRequestError) as info:
+            sdk.chat.completions.create(model="tiny-mlx", max_tokens=4, messages=messages, **extra)
+        assert field in info.value.message

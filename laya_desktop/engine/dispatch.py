@@ -87,6 +87,17 @@ def check_local(call: Call, served: ServedModel) -> None:
     if call.remote_only:
         raise errors.bad_request(f"'{call.remote_only[0]}' is not supported by the local model "
                                  f"'{served.name}' (text only)", "unsupported_content")
+    params = call.command.get("params", {})
+    if served.config.backend == "mlx":
+        forced = call.parses_tools and call.tool_choice not in ("auto", "none")
+        if "json_schema" in params:
+            name = call.field("tool_choice") if forced else call.field("response_format")
+            raise errors.bad_request(f"'{name}' needs grammar-constrained decoding, which MLX "
+                                     f"models such as '{served.name}' do not have",
+                                     "unsupported_parameter")
+        if params.get("logprobs"):
+            raise errors.bad_request(f"'{call.field('logprobs')}' is not supported on MLX models "
+                                     f"such as '{served.name}'", "unsupported_parameter")
     embedding = served.config.embedding
     if embedding and call.api != "embeddings":
         raise errors.bad_request(f"model '{served.name}' serves embeddings only (/v1/embeddings)",
