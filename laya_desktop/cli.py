@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--log-dir", default=None, metavar="DIR",
                    help="write engine.log and runners.log (rotated) into DIR instead of stderr")
+    p.add_argument("--parent-pipe", type=int, default=None, metavar="FD",
+                   help="shut down when this inherited pipe's write end closes (the app that "
+                        "started the engine is gone, even when killed)")
 
     p = sub.add_parser("check", help="validate and lint models.yaml")
     _add_config(p)

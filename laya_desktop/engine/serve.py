@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import sys
+import threading
+import time
 
 import uvicorn
 
@@ -50,6 +53,54 @@ def run_serve(args) -> int:
     engine = Engine(config, config_path=path)
     app = create_app(engine)
     print(f"laya serve: {path} -> http://{host}:{port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=5, lifespan="on")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           timeout_graceful_shutdown=5, lifespan="on"))
+    finished = threading.Event()
+    if getattr(args, "parent_pipe", None) is not None:
+        watch_parent_pipe(args.parent_pipe, server, engine, finished)
+    try:
+        server.run()
+    finally:
+        finished.set()
     return 0
+
+
+PARENT_GONE_EXIT_S = 1.5  # DESIGN: the engine is gone within 2 s of losing the app that started it
+PARENT_GONE_DRAIN_S = 0.3
+
+
+def watch_parent_pipe(fd: int, server: uvicorn.Server, engine: Engine,
+                      finished: threading.Event) -> threading.Thread:
+    """Shut down when the app that started us is gone, however it went (SIGKILL included).
+
+    The app keeps the write end of a pipe and we inherit the read end; nothing is ever written,
+    so a read returns only at EOF: when the last write end closes, which the kernel does when the
+    app dies. A thread, not the event loop, so that a busy or stuck loop cannot delay it. We do not
+    use prctl(PR_SET_PDEATHSIG): it fires when the *thread* that forked us exits, and the GUI
+    starts the engine from a pool worker that Qt retires after 30 s idle.
+
+    First a clean shutdown (uvicorn stops, the lifespan stops the runners); should that not be done
+    within PARENT_GONE_EXIT_S, the runners are killed and the process exits at once.
+    """
+    def wait_for_eof() -> None:
+        try:
+            while os.read(fd, 4096):
+                pass  # nothing is meant to be written; anything that is means nothing
+        except OSError:
+            pass
+        gone_at = time.monotonic()
+        logging.getLogger("laya.engine").warning(
+            "the app that started this engine is gone: shutting down")
+        # Open streams get a short drain, not the usual graceful period: nobody is left to wait.
+        server.config.timeout_graceful_shutdown = PARENT_GONE_DRAIN_S
+        server.should_exit = True
+        if finished.wait(max(0.0, PARENT_GONE_EXIT_S - (time.monotonic() - gone_at))):
+            return
+        logging.getLogger("laya.engine").error(
+            "clean shutdown took over %.1f s after the app left: killing the runners", PARENT_GONE_EXIT_S)
+        engine.models.kill_all()
+        os._exit(3)
+
+    thread = threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True)
+    thread.start()
+    return thread

@@ -23,7 +23,8 @@ from laya_desktop.logfiles import ENGINE_STDERR_LOG, rotate_by_run, user_log_dir
 
 
 def engine_command(config_path: str | os.PathLike, host: str | None = None,
-                   port: int | None = None, log_dir: str | os.PathLike | None = None) -> list[str]:
+                   port: int | None = None, log_dir: str | os.PathLike | None = None,
+                   parent_pipe: int | None = None) -> list[str]:
     if getattr(sys, "frozen", False):
         cmd = [sys.executable, "serve"]  # the one frozen executable dispatches by subcommand
     else:
@@ -35,6 +36,8 @@ def engine_command(config_path: str | os.PathLike, host: str | None = None,
         cmd += ["--port", str(port)]
     if log_dir:
         cmd += ["--log-dir", str(log_dir)]
+    if parent_pipe is not None:
+        cmd += ["--parent-pipe", str(parent_pipe)]
     return cmd
 
 
@@ -46,6 +49,7 @@ class EngineProcess:
         self.config_path = Path(config_path)
         self.host, self.port = host, port
         self._proc: subprocess.Popen | None = None
+        self._pipe_w: int | None = None  # the write end of the engine's parent pipe, never written
         self._lock = threading.Lock()
         self.log_dir = Path(log_dir) if log_dir else user_log_dir()
         self.log_path = self.log_dir / ENGINE_STDERR_LOG
@@ -70,14 +74,34 @@ class EngineProcess:
                 self.log_path = self.log_dir / ENGINE_STDERR_LOG
             rotate_by_run(self.log_path)
             log = open(self.log_path, "ab")
+            # The engine exits when this pipe's write end closes: when we stop it, and when this
+            # process dies in any way (SIGKILL, a crash), so it never lives on as an orphan holding
+            # the port and the models' memory. Only the read end is passed on; the write end is
+            # not inheritable, so no other child of ours keeps the pipe open.
+            read_end, write_end = os.pipe()
             try:
                 self._proc = subprocess.Popen(
-                    engine_command(self.config_path, self.host, self.port, self.log_dir),
+                    engine_command(self.config_path, self.host, self.port, self.log_dir,
+                                   parent_pipe=read_end),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True)
+                    start_new_session=True, pass_fds=(read_end,))
+            except BaseException:
+                os.close(write_end)
+                raise
             finally:
                 log.close()
+                os.close(read_end)
+            self._close_pipe()
+            self._pipe_w = write_end
             return self._proc.pid
+
+    def _close_pipe(self) -> None:
+        if self._pipe_w is not None:
+            try:
+                os.close(self._pipe_w)
+            except OSError:
+                pass
+            self._pipe_w = None
 
     def wait_healthy(self, client: EngineClient, timeout: float = 45.0,
                      cancelled: threading.Event | None = None) -> bool:
@@ -108,6 +132,7 @@ class EngineProcess:
                     proc.wait(timeout=5)
             # Runners the engine failed to stop would be orphans: take the group down as well.
             self._kill_group(proc)
+            self._close_pipe()
             return proc.returncode
 
     def kill_now(self) -> None:
