@@ -67,19 +67,26 @@ class MemoryGuard:
         self.engine = engine
         self.releasing = False
         self._unloading: asyncio.Task | None = None
+        # The RAM estimate each admitted runner was let in with, by the handle it was made for
+        # (a config change makes a new handle, and with it a new estimate).
+        self._admitted: dict[str, tuple[object, int]] = {}
 
     # -- inputs ------------------------------------------------------------------------------
-    def _loaded(self, sample: dict) -> list[LoadedModel]:
+    def _loaded(self, sample: dict, with_loading: bool = False) -> list[LoadedModel]:
+        states = ("ready", "busy", "loading") if with_loading else ("ready", "busy")
         out = []
         for name, entry in sample.get("models", {}).items():
             served = self.engine.models.get(name)
-            if served is None or entry.get("pid") is None or entry["state"] not in ("ready", "busy"):
+            if served is None or entry.get("pid") is None or entry["state"] not in states:
                 continue
+            memory = (entry.get("private") or 0) + (entry.get("shared") or 0)
+            handle, estimate = self._admitted.get(name, (None, 0))
+            reserved = max(0, estimate - memory) if handle is served.handle else 0
             out.append(LoadedModel(
-                name=name, pinned=served.config.keep_in_memory, busy=served.active > 0,
+                name=name, pinned=served.config.keep_in_memory,
+                busy=served.active > 0 or entry["state"] == "loading",  # never evict a load
                 last_used=max(served.last_used, served.handle.loaded_at or 0),
-                memory_bytes=(entry.get("private") or 0) + (entry.get("shared") or 0),
-                vram_bytes=entry.get("vram") or 0))
+                memory_bytes=memory, vram_bytes=entry.get("vram") or 0, reserved_bytes=reserved))
         return out
 
     @staticmethod
@@ -132,13 +139,17 @@ class MemoryGuard:
         sample = telemetry.sample_once() if telemetry else None
         if sample is None:
             return
-        loaded = [m for m in self._loaded(sample) if m.name != served.name]
+        # Loading models too (a load not yet running holds none of its estimate): the model
+        # manager admits one model at a time, so this is only a second line of defence.
+        loaded = [m for m in self._loaded(sample, with_loading=True) if m.name != served.name]
         state = self._state(sample, loaded, sample.get("models", {}))
         plan = plan_admission(ram_need, vram_need, state, loaded, self.engine.config.memory)
+        log.info("admission of %s: %s", served.name, plan.message)
         if not plan.fits:
             self.engine.events.record("load_refused", model=served.name, reason=plan.message,
                                       needed_bytes=ram_need, available_bytes=plan.available_bytes)
             raise LoadRefused(f"model '{served.name}' not loaded: {plan.message}")
+        self._admitted[served.name] = (served.handle, ram_need)
         if plan.evict:
             before = psutil.virtual_memory().available
             models = sample.get("models", {})

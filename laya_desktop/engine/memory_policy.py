@@ -54,6 +54,11 @@ class LoadedModel:
     last_used: float = 0.0      # any monotonic or wall clock; only the order matters
     memory_bytes: int = 0       # private memory + the mapped weights it needs
     vram_bytes: int = 0
+    # The part of its admitted estimate not resident yet: all of it while the model loads, then
+    # the KV cache and buffers it has not touched so far. Admission counts it as spoken for
+    # (Ollama plans with its runners' estimates, not their current use); the emergency release
+    # ignores it, since only memory really in use can run the machine out.
+    reserved_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,10 @@ def plan_admission(estimate_bytes: int, estimate_vram: int, state: MemoryState,
     """Make room for a model whose estimate is `estimate_bytes` of RAM and `estimate_vram` of VRAM.
 
     Evicts idle unpinned models, least recently used first, only as many as needed; busy and
-    pinned models are never evicted for a load. Fits when, after the load, available RAM stays
+    pinned models are never evicted for a load. Each loaded (or loading) model's `reserved_bytes`
+    is taken from the room as if already in use, and comes back with it when it is evicted; so
+    two loads admitted one after the other cannot both spend the same free memory, even while
+    the first has not touched all of its own yet. Fits when, after the load, available RAM stays
     above the reserve, RAM use under ram_high_pct and VRAM under vram_high_pct. When even evicting
     every idle unpinned model is not enough, refuses without evicting anything.
     """
@@ -193,11 +201,12 @@ def plan_admission(estimate_bytes: int, estimate_vram: int, state: MemoryState,
     high_used = int(state.ram_total * cfg.ram_high_pct / 100) if state.ram_total > 0 else None
     have_vram = state.vram_total > 0
     high_vram = int(state.vram_total * cfg.vram_high_pct / 100) if have_vram else None
+    promised = sum(m.reserved_bytes for m in loaded)  # estimates not resident yet
 
     def room(freed: int, freed_vram: int) -> tuple[int, int | None]:
-        ram = state.effective_available + freed - reserved
+        ram = state.effective_available - promised + freed - reserved
         if high_used is not None:
-            ram = min(ram, high_used - (state.ram_used - freed))
+            ram = min(ram, high_used - (state.ram_used + promised - freed))
         vram = high_vram - (state.vram_used - freed_vram) if have_vram else None
         return ram, vram
 
@@ -217,7 +226,7 @@ def plan_admission(estimate_bytes: int, estimate_vram: int, state: MemoryState,
         if fits(ram, vram):
             break
         evict.append(model.name)
-        freed += model.memory_bytes
+        freed += model.memory_bytes + model.reserved_bytes
         freed_vram += model.vram_bytes
         ram, vram = room(freed, freed_vram)
 

@@ -64,6 +64,11 @@ class ModelManager:
         self.admission = admission  # async callable(ServedModel) -> None, raises LoadRefused
         self.models: dict[str, ServedModel] = {}
         self._load_locks: dict[str, asyncio.Lock] = {}
+        # One admission at a time, held from the plan to the ready runner (Ollama's scheduler:
+        # "block other requests until we get this pending request running"). Per-model locks
+        # alone let two models be admitted against the same free memory, each plan blind to
+        # the other's load in progress.
+        self._admission_lock = asyncio.Lock()
         self._config = config
         self._closed = False  # stop_all() ran: the engine is shutting down, load nothing more
         for model in config.models:
@@ -102,18 +107,20 @@ class ModelManager:
             if handle.is_ready:
                 return handle
             self._check_loadable(served)
-            if self.admission is not None:
-                await self.admission(served)
-            self._check_loadable(served)
-            self.events.record("model_loading", model=served.name)
-            started = time.monotonic()
-            try:
-                await handle.ensure_ready()
-            except RunnerError as exc:
-                self.events.record("load_failed", model=served.name, reason=str(exc))
-                raise
-            self.events.record("model_loaded", model=served.name, pid=handle.pid,
-                               load_ms=round((time.monotonic() - started) * 1000, 1))
+            async with self._admission_lock:
+                self._check_loadable(served)
+                if self.admission is not None:
+                    await self.admission(served)
+                self._check_loadable(served)
+                self.events.record("model_loading", model=served.name)
+                started = time.monotonic()
+                try:
+                    await handle.ensure_ready()
+                except RunnerError as exc:
+                    self.events.record("load_failed", model=served.name, reason=str(exc))
+                    raise
+                self.events.record("model_loaded", model=served.name, pid=handle.pid,
+                                   load_ms=round((time.monotonic() - started) * 1000, 1))
         return handle
 
     def _check_loadable(self, served: ServedModel) -> None:
