@@ -90,7 +90,7 @@ ERROR_CASES = [
     ({"server.host": ""}, "server.host", "expected a non-empty string, got ''"),
     ({"server.host": "0.0.0.0"}, "server.api_key", "required when server.host ('0.0.0.0') is not loopback"),
     ({"server.host": "192.168.1.5"}, "server.api_key", "not loopback"),
-    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key)"),
+    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins)"),
     # models: types, ranges, choices
     ({"models[0].backend": "warp-drive"}, "models[0].backend",
      "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"),

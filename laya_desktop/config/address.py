@@ -14,7 +14,7 @@ DEFAULT_PORT = 8555
 
 
 def server_address(path: Path | None) -> tuple[str, int, str | None]:
-    """host, port and api_key; defaults for a missing or unreadable file."""
+    """host, port and the key to send (admin_api_key, else api_key); defaults for a missing or unreadable file."""
     raw = {}
     if path is not None:
         try:
@@ -30,7 +30,9 @@ def server_address(path: Path | None) -> tuple[str, int, str | None]:
         port = int(server.get("port") or DEFAULT_PORT)
     except (TypeError, ValueError):
         port = DEFAULT_PORT
-    key = server.get("api_key")
+    # The admin key opens the admin API and the model APIs alike, so a client of its own engine
+    # (the GUI, `laya ps`) uses it when one is set.
+    key = server.get("admin_api_key") or server.get("api_key")
     return host, port, str(key) if key else None
 
 

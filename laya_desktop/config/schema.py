@@ -25,6 +25,11 @@ class ServerConfig:
     port: int = _doc("TCP port of the OpenAI-compatible endpoint.", default=8555)
     api_key: str | None = _doc("When set, every request but /healthz needs 'Authorization: Bearer <key>'.",
                                default=None)
+    admin_api_key: str | None = _doc("When set, /admin/* and /metrics need this key instead of "
+                                     "api_key (which then opens only the model APIs).", default=None)
+    max_body_mb: float = _doc("Largest request body in MiB; a bigger one gets a 413.", default=32)
+    cors_origins: list[str] = _doc("Browser origins allowed by CORS ('*' for any); empty: CORS "
+                                   "stays closed.", default_factory=list)
 
 
 @dataclass

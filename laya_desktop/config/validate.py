@@ -40,7 +40,7 @@ class _Field:
 
 
 _KIND_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
-               "str": "a non-empty string"}
+               "str": "a non-empty string", "str_list": "a list of non-empty strings"}
 
 
 def _show(value: Any) -> str:
@@ -57,6 +57,8 @@ def _is_kind(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if isinstance(value, bool):
         return False
+    if kind == "str_list":
+        return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
     if kind == "int":
         return isinstance(value, int)
     if kind == "number":
@@ -80,6 +82,13 @@ def _choice(label: str, choices: tuple[str, ...]) -> Check:
     return lambda v: None if v in choices else f"unknown {label} {v!r} (valid: {', '.join(choices)})"
 
 
+def _origins(values: list[str]) -> str | None:
+    for value in values:
+        if value != "*" and not value.startswith(("http://", "https://")):
+            return f"expected '*' or origins like https://host:port, got {_show(value)}"
+    return None
+
+
 def _url(value: str) -> str | None:
     if value.startswith(("http://", "https://")):
         return None
@@ -90,6 +99,9 @@ SERVER_FIELDS = {
     "host": _Field("str"),
     "port": _Field("int", check=_between(1, 65535)),
     "api_key": _Field("str", nullable=True),
+    "admin_api_key": _Field("str", nullable=True),
+    "max_body_mb": _Field("number", check=_above_zero_up_to(4096)),
+    "cors_origins": _Field("str_list", check=_origins),
 }
 SCHEDULER_FIELDS = {
     "max_queue": _Field("int", check=_at_least(1)),

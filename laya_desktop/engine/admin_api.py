@@ -56,6 +56,8 @@ async def explain_route(request: Request) -> Response:
     if not isinstance(body, dict):
         raise errors.bad_request("the body must be a JSON object like a chat or completion request")
     path = body.get("path") or ("/v1/completions" if "prompt" in body else "/v1/chat/completions")
+    if not isinstance(path, str):
+        raise errors.bad_request("'path' must be a string such as '/v1/chat/completions'", "invalid_path")
     header_tags = request.headers.get("x-laya-tags")
     router = engine.router
     started = time.perf_counter_ns()

@@ -171,6 +171,15 @@ async def open_remote(client: httpx.AsyncClient, served, call: Call, client_head
                             time.monotonic(), call.stream)
 
 
+def redact_key(text: str, model) -> str:
+    """`text` without the model's API key: an upstream's 401 may quote the key it was sent, and
+    its detail goes into our error body."""
+    key = os.environ.get(model.api_key_env) if model.api_key_env else None
+    if key and len(key) >= 4:
+        text = text.replace(key, "[redacted]")
+    return text
+
+
 async def _send(client: httpx.AsyncClient, served, url: str, payload: dict,
                 headers: dict) -> httpx.Response:
     model = served.config
@@ -182,7 +191,7 @@ async def _send(client: httpx.AsyncClient, served, url: str, payload: dict,
         raise RemoteError(ApiError(502, f"remote model '{model.name}' unreachable: {exc!r}",
                                    "server_error", "remote_unreachable")) from None
     if response.status_code >= 400:
-        detail = (await response.aread()).decode("utf-8", "replace")[:500]
+        detail = redact_key((await response.aread()).decode("utf-8", "replace"), model)[:500]
         await response.aclose()
         error = ApiError(response.status_code if response.status_code < 500 else 502,
                          f"remote model '{model.name}' answered {response.status_code}: {detail}",

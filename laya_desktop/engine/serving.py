@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from typing import AsyncIterator
 
@@ -27,28 +28,91 @@ from laya_desktop.engine.remote import open_remote
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.engine.sse import DisconnectAwareStreamingResponse
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024   # server.max_body_mb's default
 KEEPALIVE_S = 10.0   # a stream with nothing new for this long gets its API's heartbeat
+# Deeper JSON than any real request: the adapters, the runner pipe and the request log walk bodies
+# recursively, and Python's parser itself overflows its stack near 1,000 levels (RecursionError).
+MAX_JSON_DEPTH = 128
 
 
-def _too_large() -> ApiError:
-    return ApiError(413, f"request body over {MAX_BODY_BYTES} bytes", "invalid_request_error",
-                    "request_too_large")
+def max_body_bytes(request: Request) -> int:
+    return int(request.app.state.engine.config.server.max_body_mb * 1024 * 1024)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, f"request body over {limit} bytes (server.max_body_mb)",
+                    "invalid_request_error", "request_too_large")
+
+
+def _not_json(why: str) -> ApiError:
+    return errors.bad_request(f"the request body is not valid JSON: {why}", "invalid_json")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")  # Python's parser takes NaN and Infinity
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to inf: NaN's way past the constant check
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
+
+
+def _tree_fault(value, strings: bool) -> str | None:
+    """What makes a parsed body unusable, or None: nesting deeper than MAX_JSON_DEPTH, or (with
+    `strings`) a lone UTF-16 surrogate from a `\\ud800` escape, which is no Unicode text and kills
+    whatever later encodes it as UTF-8 (the runner pipe). Iterative: no recursion to overflow."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if strings and not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return "a string holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
+            continue
+        if isinstance(item, dict):
+            item = [*item.keys(), *item.values()]
+        elif not isinstance(item, list):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return f"nested deeper than {MAX_JSON_DEPTH} levels"
+        stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list, str)))
+    return None
+
+
+def parse_json(raw: bytes):
+    """Bytes -> JSON value, or a 400: invalid UTF-8 or JSON, NaN/Infinity, an integer too long for
+    Python (over 4,300 digits: ValueError), nesting too deep (RecursionError, or over the limit),
+    a lone surrogate."""
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise _not_json(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError as exc:
+        raise _not_json(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # JSONDecodeError is one
+        raise _not_json(str(exc)[:200]) from None
+    # only an escape can make a surrogate: skip the string check for bodies without one
+    fault = _tree_fault(value, strings=b"\\u" in raw or b"\\U" in raw)
+    if fault:
+        raise _not_json(fault)
+    return value
 
 
 async def read_json(request: Request):
+    limit = max_body_bytes(request)
     length = request.headers.get("content-length")
-    if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise _too_large()
+    if length and length.isdigit() and int(length) > limit:
+        raise _too_large(limit)
     raw = bytearray()
     async for chunk in request.stream():  # a chunked body has no length: stop at the limit
         raw += chunk
-        if len(raw) > MAX_BODY_BYTES:
-            raise _too_large()
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}", "invalid_json") from None
+        if len(raw) > limit:
+            raise _too_large(limit)
+    return parse_json(bytes(raw))
 
 
 class RequestRecord:
