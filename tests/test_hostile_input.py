@@ -114,7 +114,7 @@ def _tiny_config(tiny, emb) -> dict:
         "server": {"max_body_mb": LIMIT_MB},
         "models": [
             {"name": "tiny", "backend": "llama_cpp", "path": str(tiny), "n_ctx": 128, "parallel": 2,
-             "idle_ttl_s": 0, "max_output_tokens": 8},
+             "idle_ttl_s": 0},  # no max_output_tokens: absurd max_tokens reach the runner
             {"name": "emb", "backend": "llama_cpp", "path": str(emb), "n_ctx": 128, "parallel": 1,
              "embedding": True},
         ],
@@ -295,6 +295,22 @@ def test_admin_config_put_mutations(client):
             assert send(client, "PUT", "/admin/config", content=_dumps(original)).status_code == 200
     run()
     assert client.get("/admin/config").json()["models"] == original["models"]
+
+
+def test_prompts_over_n_ctx_are_400_context_length_exceeded(client):
+    long = "word " * 400   # n_ctx is 128
+    bodies = {"/v1/chat/completions": {"messages": [{"role": "user", "content": long}], "max_tokens": 2},
+              "/v1/completions": {"prompt": long, "max_tokens": 2},
+              "/v1/responses": {"input": long, "max_output_tokens": 2, "store": False},
+              "/v1/messages": {"messages": [{"role": "user", "content": long}], "max_tokens": 2}}
+    for path, body in bodies.items():
+        for stream in (False, True):
+            r = send(client, "POST", path, content=_dumps({"model": "tiny", **body, "stream": stream}))
+            assert r.status_code == 400, (path, stream, r.status_code, r.text[:300])
+            error = r.json()["error"]
+            assert "context" in error["message"], error
+            if not path.startswith("/v1/messages"):
+                assert error["code"] == "context_length_exceeded", error
 
 
 def test_wrong_methods(client):
