@@ -327,3 +327,25 @@ def test_engine_still_serves_and_count(engine, client):
     assert engine.proc.poll() is None
     elapsed = time.monotonic() - SENT["started"]
     print(f"\nhostile input: {SENT['count']} requests in {elapsed:.1f} s, no 5xx, engine alive")
+
+
+def test_an_unexpected_error_closes_the_connection_in_the_apis_shape():
+    """Whatever 500 is left: uvicorn drops the connection after it, so the answer must say
+    `Connection: close` or a keep-alive client's next request meets a reset (issue 12)."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from laya_desktop.engine.app import _unexpected
+
+    def answer(path):
+        request = Request({"type": "http", "method": "POST", "path": path, "headers": [],
+                           "query_string": b""})
+        return asyncio.run(_unexpected(request, RuntimeError("secret detail")))
+
+    openai_shaped, anthropic_shaped = answer("/v1/chat/completions"), answer("/v1/messages")
+    for r in (openai_shaped, anthropic_shaped):
+        assert r.status_code == 500 and r.headers["connection"] == "close"
+        assert b"secret detail" not in r.body  # the type, not the text, of an internal error
+    assert json.loads(anthropic_shaped.body)["type"] == "error"
+    assert json.loads(openai_shaped.body)["error"]["code"] == "internal_error"
