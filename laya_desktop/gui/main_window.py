@@ -61,6 +61,8 @@ class MainWindow(QMainWindow):
         self.poller.samples.connect(self._on_samples)
         self.poller.events.connect(self.panels["monitor"].add_events)
         self.poller.failed.connect(self.panels["monitor"].show_problem)
+        self.poller.config.connect(self.panels["monitor"].set_config)
+        self.poller.restarted.connect(self.panels["monitor"].reset)
         self.poller.models.connect(self.panels["models"].set_live)
         self.poller.models.connect(self._on_models)
 

@@ -15,6 +15,8 @@ class EnginePoller(QObject):
     samples = Signal(list)      # telemetry samples, oldest first
     events = Signal(list)       # engine events (loads, unloads, crashes, emergency unloads)
     models = Signal(list)       # GET /admin/models rows
+    config = Signal(dict)       # GET /admin/config, at the start and after each config_applied
+    restarted = Signal()        # the engine numbers from 0 again (a new engine process)
     failed = Signal(str)
 
     def __init__(self, pool: WorkerPool, client: EngineClient, interval_ms: int = 500,
@@ -24,6 +26,7 @@ class EnginePoller(QObject):
         self.telemetry_seq = 0
         self.event_seq = 0
         self._busy = False
+        self._want_config = True
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.poll)
@@ -39,11 +42,12 @@ class EnginePoller(QObject):
         if self._busy:
             return
         self._busy = True
-        self.pool.submit(self._fetch, self.telemetry_seq, self.event_seq,
+        want_config, self._want_config = self._want_config, False
+        self.pool.submit(self._fetch, self.telemetry_seq, self.event_seq, want_config,
                          returned=self._on_result, errored=self._on_error,
                          finished=self._on_finished)
 
-    def _fetch(self, telemetry_seq: int, event_seq: int) -> tuple[dict, dict, list | None, list[str]]:
+    def _fetch(self, telemetry_seq: int, event_seq: int, want_config: bool = False) -> tuple:
         """Each endpoint on its own: one failing (say, telemetry) must not hide the others."""
         errors: list[str] = []
 
@@ -56,12 +60,22 @@ class EnginePoller(QObject):
         telemetry = get(self.client.telemetry, telemetry_seq, default={})
         events = get(self.client.events, event_seq, default={})
         models = get(self.client.models, default=None)
-        return telemetry, events, models, errors
+        config = get(self.client.get_config, default=None) if want_config else None
+        return telemetry, events, models, (want_config, config), errors
 
     def _on_result(self, result: tuple) -> None:
-        telemetry, events, models, errors = result
+        telemetry, events, models, (asked_config, config), errors = result
+        if asked_config and config is None:
+            self._want_config = True    # try again on the next tick
         if errors:
             self.failed.emit("; ".join(errors))
+        top = telemetry.get("seq") if isinstance(telemetry, dict) else None
+        if isinstance(top, int) and top < self.telemetry_seq:
+            # A restarted engine: what we hold belongs to the old one; read the new one from 0.
+            self.telemetry_seq = self.event_seq = 0
+            self._want_config = True
+            self.restarted.emit()
+            return
         samples = _items(telemetry, "samples")
         if samples:
             self.telemetry_seq = max(self.telemetry_seq, max(int(s.get("seq", 0)) for s in samples))
@@ -70,6 +84,10 @@ class EnginePoller(QObject):
         if evs:
             self.event_seq = max(self.event_seq, max(int(e.get("seq", 0)) for e in evs))
             self.events.emit(evs)
+            if any(e.get("kind") == "config_applied" for e in evs):
+                self._want_config = True
+        if isinstance(config, dict) and config:
+            self.config.emit(config)
         if models is not None:
             self.models.emit(models)
 

@@ -189,8 +189,8 @@ def test_monitor_receives_telemetry(setup, qtbot):
     if http.get("/admin/telemetry", params={"since": 0}).status_code == 404:
         pytest.skip("the engine has no /admin/telemetry yet")
     monitor = window.panel("monitor")
-    qtbot.waitUntil(lambda: len(monitor.ring.samples) >= 2, timeout=10000)
-    monitor.redraw()
+    qtbot.waitUntil(lambda: len(monitor.ring) >= 2, timeout=10000)
+    monitor.redraw(force=True)                    # the tab is hidden: draw once anyway
     assert "RAM" in monitor.summary.text()
     x, y = monitor.mem_curves["ram_used"].getData()
     assert x is not None and len(x) >= 2 and y.max() > 0

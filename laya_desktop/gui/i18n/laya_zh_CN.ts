@@ -726,6 +726,14 @@
         <translation>状态</translation>
     </message>
     <message>
+        <source>private</source>
+        <translation>私有</translation>
+    </message>
+    <message>
+        <source>mapped</source>
+        <translation>映射</translation>
+    </message>
+    <message>
         <source>KV used</source>
         <translation>KV 已用</translation>
     </message>
@@ -754,6 +762,10 @@
         <translation>未加载</translation>
     </message>
     <message>
+        <source>idle unload</source>
+        <translation>空闲卸载</translation>
+    </message>
+    <message>
         <source>emergency unload</source>
         <translation>紧急卸载</translation>
     </message>
@@ -778,24 +790,104 @@
         <translation>配置被拒绝</translation>
     </message>
     <message>
-        <source>time (s)</source>
-        <translation>时间（秒）</translation>
+        <source>Runners: private and mapped</source>
+        <translation>运行器：私有与映射内存</translation>
+    </message>
+    <message>
+        <source>Swap used</source>
+        <translation>已用交换空间</translation>
+    </message>
+    <message>
+        <source>VRAM</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Swap in/out</source>
+        <translation>交换换入/换出</translation>
+    </message>
+    <message>
+        <source>KV cache used</source>
+        <translation>KV 缓存占用</translation>
+    </message>
+    <message>
+        <source>KV cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>Requests active / queued</source>
+        <translation>活动 / 排队请求</translation>
+    </message>
+    <message>
+        <source>Tokens per second</source>
+        <translation>每秒 token 数</translation>
+    </message>
+    <message>
+        <source>No NVIDIA GPU: VRAM is not measured on this machine</source>
+        <translation>没有 NVIDIA GPU：本机不测量显存</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分钟</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Export PNG…</source>
+        <translation>导出 PNG…</translation>
+    </message>
+    <message>
+        <source>Export CSV…</source>
+        <translation>导出 CSV…</translation>
+    </message>
+    <message>
+        <source>Window:</source>
+        <translation>时间窗口：</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>guard: keep {gb:g} GiB available</source>
+        <translation>保护：保留 {gb:g} GiB 可用</translation>
+    </message>
+    <message>
+        <source>guard: RAM used {pct:g} %</source>
+        <translation>保护：内存使用 {pct:g} %</translation>
+    </message>
+    <message>
+        <source>guard: VRAM {pct:g} %</source>
+        <translation>保护：显存 {pct:g} %</translation>
+    </message>
+    <message>
+        <source>no NVIDIA GPU</source>
+        <translation>无 NVIDIA GPU</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Guard&lt;/b&gt; {left} above the floor</source>
+        <translation>&lt;b&gt;保护&lt;/b&gt; 距下限还有 {left}</translation>
+    </message>
+    <message>
+        <source>Export the plots as PNG</source>
+        <translation>将图表导出为 PNG</translation>
+    </message>
+    <message>
+        <source>Export the samples as CSV</source>
+        <translation>将样本导出为 CSV</translation>
+    </message>
+    <message>
+        <source>PNG images (*.png)</source>
+        <translation>PNG 图像 (*.png)</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV 文件 (*.csv)</translation>
     </message>
     <message>
         <source>waiting for telemetry…</source>
         <translation>正在等待遥测数据…</translation>
-    </message>
-    <message>
-        <source>Memory</source>
-        <translation>内存</translation>
-    </message>
-    <message>
-        <source>KV cache per model</source>
-        <translation>各模型的 KV 缓存</translation>
-    </message>
-    <message>
-        <source>tokens</source>
-        <translation>token</translation>
     </message>
     <message>
         <source>RAM used</source>
@@ -810,12 +902,40 @@
         <translation>已用交换空间</translation>
     </message>
     <message>
-        <source>no telemetry from the engine yet ({reason})</source>
-        <translation>尚未收到引擎的遥测数据（{reason}）</translation>
+        <source>swap in</source>
+        <translation>换入</translation>
     </message>
     <message>
-        <source>no GPU</source>
-        <translation>无 GPU</translation>
+        <source>swap out</source>
+        <translation>换出</translation>
+    </message>
+    <message>
+        <source>{model} private</source>
+        <translation>{model} 私有</translation>
+    </message>
+    <message>
+        <source>{model} mapped</source>
+        <translation>{model} 映射</translation>
+    </message>
+    <message>
+        <source>{model} VRAM</source>
+        <translation>{model} 显存</translation>
+    </message>
+    <message>
+        <source>{model} active</source>
+        <translation>{model} 活动</translation>
+    </message>
+    <message>
+        <source>{model} queued</source>
+        <translation>{model} 排队</translation>
+    </message>
+    <message>
+        <source>GPU {index} used</source>
+        <translation>GPU {index} 已用</translation>
+    </message>
+    <message>
+        <source>no telemetry from the engine yet ({reason})</source>
+        <translation>尚未收到引擎的遥测数据（{reason}）</translation>
     </message>
     <message>
         <source>&lt;b&gt;RAM&lt;/b&gt; {used} used of {total}, {available} available</source>
