@@ -269,3 +269,16 @@ def test_gui_never_logs_a_key():
             if logging_call.search(line) and re.search(r"api_key|_key\b|[Aa]uthorization|Bearer", line):
                 offenders.append(f"{path.name}:{n}: {line.strip()}")
     assert not offenders, offenders
+
+
+def test_clients_of_their_own_engine_send_the_admin_key(tmp_path):
+    """The GUI and `laya ps` read the key from models.yaml: the admin key when there is one,
+    since it opens the admin API and the model APIs alike."""
+    import yaml
+
+    from laya_desktop.config.address import server_address
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"server": {"api_key": API_KEY, "admin_api_key": ADMIN_KEY}}))
+    assert server_address(path)[2] == ADMIN_KEY
+    path.write_text(yaml.safe_dump({"server": {"api_key": API_KEY}}))
+    assert server_address(path)[2] == API_KEY
