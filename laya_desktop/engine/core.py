@@ -73,7 +73,16 @@ class Engine:
             raise ConfigRefused(errors)
         async with self._apply_lock:
             if persist and self.config_path is not None:
-                await asyncio.to_thread(save_config_atomic, config, self.config_path)
+                try:
+                    await asyncio.to_thread(save_config_atomic, config, self.config_path)
+                except OSError as exc:
+                    # Disk full, a read-only folder, a file size limit: the atomic save left the
+                    # old file as it was, so the running config stays too; say so, by name.
+                    from laya_desktop.engine.errors import ApiError
+                    message = (f"cannot save {self.config_path}: {exc.strerror or exc}; nothing "
+                               "was changed (the running config and the file are as they were)")
+                    self.events.record("config_save_failed", reason=message)
+                    raise ApiError(500, message, "server_error", "config_not_saved") from None
                 self._config_stamp = self._stamp()
             await self._swap_config(config, source="api" if persist else "file")
         return config

@@ -77,11 +77,17 @@ class ModelManager:
     def _new_served(self, model: ModelConfig, config: Config) -> ServedModel:
         limit = model.effective_parallel if model.is_local else 1_000_000
         queue = ModelQueue(limit, config.scheduler.max_queue)
-        handle = RunnerHandle(model, on_crash=self._on_crash) if model.is_local else None
+        handle = RunnerHandle(model, on_crash=self._on_crash, on_hang=self._on_hang,
+                              silence_s=config.scheduler.queue_timeout_ms / 1000) \
+            if model.is_local else None
         return ServedModel(model, queue, handle)
 
     def _on_crash(self, handle: RunnerHandle, message: str) -> None:
         self.events.record("runner_crashed", model=handle.model.name, reason=message)
+
+    def _on_hang(self, handle: RunnerHandle, message: str) -> None:
+        self.events.record("runner_unresponsive", model=handle.model.name, reason=message,
+                           pid=handle.pid)
 
     def get(self, name: str) -> ServedModel | None:
         return self.models.get(name)
@@ -160,6 +166,7 @@ class ModelManager:
                 prev.config = model
                 if prev.handle is not None:
                     prev.handle.model = model
+                    prev.handle.silence_s = config.scheduler.queue_timeout_ms / 1000
                 limit = model.effective_parallel if model.is_local else 1_000_000
                 prev.queue.resize(limit, config.scheduler.max_queue)
                 new[model.name] = prev

@@ -11,6 +11,7 @@ import collections
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from typing import Any, Callable
@@ -23,6 +24,10 @@ READY_TIMEOUT_S = 180.0
 STOP_GRACE_S = 3.0
 KILL_WAIT_S = 2.0
 STREAM_LIMIT = 16 * 1024 * 1024
+SEND_TIMEOUT_S = 5.0         # a runner that stopped reading its stdin must not block the caller
+SILENCE_S = 30.0             # default for `silence_s`: the scheduler's queue_timeout_ms
+MIN_SILENCE_S = 2.0          # the runner beats every 0.5 s (runner_main.HEARTBEAT_S)
+WATCH_PERIOD_S = 0.25
 
 
 class RunnerError(Exception):
@@ -60,8 +65,18 @@ def resolve_path(path: str) -> str:
 
 
 class RunnerHandle:
-    def __init__(self, model: ModelConfig, on_crash: Callable[["RunnerHandle", str], None] | None = None):
+    def __init__(self, model: ModelConfig, on_crash: Callable[["RunnerHandle", str], None] | None = None,
+                 on_hang: Callable[["RunnerHandle", str], None] | None = None,
+                 silence_s: float = SILENCE_S):
         self.model = model
+        # A runner writes a heartbeat every 0.5 s from its own thread, even inside a long step;
+        # one that said nothing for `silence_s` while requests wait on it is hung (SIGSTOP, a
+        # deadlock holding the GIL): those requests get a clean runner_unresponsive error and
+        # the process is killed, so its memory comes back and the next request starts afresh.
+        self.silence_s = silence_s
+        self.last_heard = 0.0
+        self._opened: dict[str, float] = {}
+        self._on_hang = on_hang
         self.state = "unloaded"
         self.error: str | None = None
         self.info: dict[str, Any] = {}
@@ -73,6 +88,7 @@ class RunnerHandle:
         self._streams: dict[str, asyncio.Queue] = {}
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._tasks: list[asyncio.Task] = []
+        self._watch: asyncio.Task | None = None
         self._ready_event: asyncio.Future | None = None
         # Starts and stops never overlap: a start asked for while a stop is under way (a request
         # that waited behind an unload) begins once the old process is gone.
@@ -126,8 +142,12 @@ class RunnerHandle:
             raise RunnerError(self.error, "load_failed") from None
         self._stderr_tail.clear()
         self._ready_event = asyncio.get_running_loop().create_future()
+        self.last_heard = time.monotonic()
         self._tasks = [asyncio.ensure_future(self._read_events(self.process)),
                        asyncio.ensure_future(self._read_stderr(self.process))]
+        if self._watch is not None:
+            self._watch.cancel()
+        self._watch = asyncio.ensure_future(self._watch_silence(self.process))
         try:
             first = await asyncio.wait_for(asyncio.shield(self._ready_event), READY_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -157,6 +177,7 @@ class RunnerHandle:
                 continue
             if not line:
                 break
+            self.last_heard = time.monotonic()
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
@@ -166,6 +187,26 @@ class RunnerHandle:
         await proc.wait()
         await asyncio.sleep(0)  # let the stderr reader collect the last lines
         self._on_exit(proc)
+
+    async def _watch_silence(self, proc: asyncio.subprocess.Process) -> None:
+        while proc.returncode is None:
+            await asyncio.sleep(WATCH_PERIOD_S)
+            if proc is not self.process or self.state != "ready" or not self._opened:
+                continue
+            # from the last line heard, or from the oldest open request if that came later (an
+            # idle runner has nothing to say until it gets work)
+            since = max(self.last_heard, min(self._opened.values()))
+            if time.monotonic() - since < max(self.silence_s, MIN_SILENCE_S):
+                continue
+            message = (f"runner of model '{self.model.name}' sent nothing for "
+                       f"{max(self.silence_s, MIN_SILENCE_S):g} s "
+                       f"while requests waited on it: it is hung, and was stopped")
+            log.warning(message)
+            self._fail_streams("runner_unresponsive", message)
+            if self._on_hang:
+                self._on_hang(self, message)
+            asyncio.ensure_future(self.stop("unresponsive", grace_s=0))
+            return
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -186,6 +227,8 @@ class RunnerHandle:
             if self._ready_event and not self._ready_event.done():
                 self._ready_event.set_result(event)
             return
+        if kind == "alive":
+            return  # last_heard is all a heartbeat is for
         if kind == "stats":
             self.stats = event
             return
@@ -215,6 +258,7 @@ class RunnerHandle:
 
     def _fail_streams(self, code: str, message: str) -> None:
         streams, self._streams = self._streams, {}
+        self._opened.clear()
         for queue in streams.values():
             queue.put_nowait({"event": "error", "code": code, "message": message})
 
@@ -224,9 +268,12 @@ class RunnerHandle:
             raise RunnerError(f"runner of model '{self.model.name}' is not running", "runner_crashed")
         try:
             proc.stdin.write((json.dumps(command) + "\n").encode())
-            await proc.stdin.drain()
+            await asyncio.wait_for(proc.stdin.drain(), SEND_TIMEOUT_S)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise RunnerError(f"runner of model '{self.model.name}' is gone: {exc}", "runner_crashed")
+        except asyncio.TimeoutError:
+            raise RunnerError(f"runner of model '{self.model.name}' stopped reading commands",
+                              "runner_unresponsive") from None
 
     async def open_stream(self, req_id: str, command: dict) -> asyncio.Queue:
         if self.state != "ready":  # e.g. an unload began between ensure_ready() and now
@@ -234,15 +281,18 @@ class RunnerHandle:
             raise RunnerError(f"model '{self.model.name}' is not loaded ({self.state})", code)
         queue: asyncio.Queue = asyncio.Queue()
         self._streams[req_id] = queue
+        self._opened[req_id] = time.monotonic()
         try:
             await self.send({**command, "op": "generate", "id": req_id})
         except RunnerError:
             self._streams.pop(req_id, None)
+            self._opened.pop(req_id, None)
             raise
         return queue
 
     async def close_stream(self, req_id: str, cancel: bool) -> None:
         self._streams.pop(req_id, None)
+        self._opened.pop(req_id, None)
         if cancel and self.state == "ready":
             try:
                 await self.send({"op": "cancel", "id": req_id})
@@ -270,8 +320,11 @@ class RunnerHandle:
             await self.send({"op": "shutdown"})
         except RunnerError:
             pass
+        grace = STOP_GRACE_S if grace_s is None else grace_s
+        if _is_stopped(proc.pid):
+            grace = 0  # SIGSTOPped: it cannot read the shutdown, so do not wait for it
         try:
-            await asyncio.wait_for(proc.wait(), STOP_GRACE_S if grace_s is None else grace_s)
+            await asyncio.wait_for(proc.wait(), grace)
         except asyncio.TimeoutError:
             await self._kill()
         await self._reap()
@@ -287,6 +340,10 @@ class RunnerHandle:
             return
         proc.terminate()
         try:
+            os.kill(proc.pid, signal.SIGCONT)  # a stopped process gets the SIGTERM only once it runs
+        except OSError:
+            pass
+        try:
             await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
         except asyncio.TimeoutError:
             proc.kill()
@@ -295,6 +352,9 @@ class RunnerHandle:
     async def _reap(self) -> None:
         if self.process is not None and self.process.returncode is None:
             await self.process.wait()
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
+        self._watch = None
         for task in self._tasks:
             try:
                 await asyncio.wait_for(task, 2.0)
@@ -309,3 +369,11 @@ class RunnerHandle:
                 self.process.kill()
             except ProcessLookupError:
                 pass
+
+
+def _is_stopped(pid: int) -> bool:
+    try:
+        import psutil
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except Exception:
+        return False

@@ -2,7 +2,8 @@
 
 Commands (engine -> runner, on stdin): generate, cancel, stats, shutdown.
 Events (runner -> engine, on the protocol fd): ready, load_failed, token, done, embeddings, error,
-stats. A cancelled request ends with a `done` event whose finish_reason is "cancelled" (the engine
+stats, alive (a heartbeat from its own thread, so the engine can tell a hung runner from one busy
+with a long step). A cancelled request ends with a `done` event whose finish_reason is "cancelled" (the engine
 has usually stopped listening by then; it tells a waiting caller that the slot is free); a
 `count_only` generate ends at once with finish_reason "count".
 """
@@ -73,6 +74,10 @@ def done(req_id: str, finish_reason: str, prompt_tokens: int, completion_tokens:
 
 def error(req_id: str | None, code: str, message: str) -> dict:
     return {"event": "error", "id": req_id, "code": code, "message": message}
+
+
+def alive() -> dict:
+    return {"event": "alive"}
 
 
 def stats(values: dict) -> dict:

@@ -23,16 +23,31 @@ log = logging.getLogger("laya.runner")
 
 STATS_INTERVAL_S = 0.25     # pushed stats: at most 4 a second while busy
 IDLE_WAIT_S = 1.0
+HEARTBEAT_S = 0.5           # the engine takes a runner silent for 2 s or more (with work) as hung
 _EOF = None
 
 
 class EventWriter:
     def __init__(self, fd: int):
         self._file = os.fdopen(fd, "wb", buffering=0)
+        self._lock = threading.Lock()  # the main loop and the heartbeat write whole lines
 
     def write(self, events: list[dict]) -> None:
         if events:
-            self._file.write(b"".join(P.encode(e) for e in events))
+            data = b"".join(P.encode(e) for e in events)
+            with self._lock:
+                self._file.write(data)
+
+
+def _heartbeat(out: EventWriter) -> None:
+    # Its own thread: llama.cpp releases the GIL while it computes, so a long step still beats,
+    # and a stopped or deadlocked process does not.
+    while True:
+        time.sleep(HEARTBEAT_S)
+        try:
+            out.write([P.alive()])
+        except OSError:  # the engine is gone; the main loop ends on stdin EOF
+            return
 
 
 def _take_protocol_fd() -> int:
@@ -103,6 +118,7 @@ def run_runner(args) -> int:
     out.write([P.ready(info)])
     commands: queue.Queue = queue.Queue()
     threading.Thread(target=_read_stdin, args=(commands,), name="stdin", daemon=True).start()
+    threading.Thread(target=_heartbeat, args=(out,), name="heartbeat", daemon=True).start()
     try:
         return Runner(backend, out, commands).run()
     except BrokenPipeError:   # the engine closed our stdout: it is gone
