@@ -15,6 +15,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from laya_desktop.engine import admin_api, serving, telemetry_api
 from laya_desktop.engine.apis.chat import CHAT, COMPLETIONS
 from laya_desktop.engine.apis.embeddings import EMBEDDINGS
+from laya_desktop.engine.apis.messages import MESSAGES
+from laya_desktop.engine.apis.responses import RESPONSES, delete_response, retrieve_response
 from laya_desktop.engine.core import Engine
 from laya_desktop.engine.errors import ApiError
 
@@ -105,26 +107,6 @@ async def _unexpected(request: Request, exc: Exception):
     return error_for_path(request.url.path, error, {"Connection": "close"})
 
 
-def _agent_api_routes() -> list[Route]:
-    """The Responses and Messages adapters, once their modules are there."""
-    routes = []
-    try:
-        from laya_desktop.engine.apis.responses import RESPONSES, delete_response, retrieve_response
-        routes.append(Route("/v1/responses", serving.endpoint(RESPONSES), methods=["POST"]))
-        routes.append(Route("/v1/responses/{response_id}", retrieve_response, methods=["GET"]))
-        routes.append(Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]))
-    except ImportError:
-        pass
-    try:
-        from laya_desktop.engine.apis.messages import MESSAGES
-        routes.append(Route("/v1/messages", serving.endpoint(MESSAGES), methods=["POST"]))
-        routes.append(Route("/v1/messages/count_tokens", serving.count_endpoint(MESSAGES),
-                            methods=["POST"]))
-    except ImportError:
-        pass
-    return routes
-
-
 def create_app(engine: Engine) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -150,7 +132,13 @@ def create_app(engine: Engine) -> Starlette:
         Route("/admin/events", admin_api.events, methods=["GET"]),
         Route("/admin/requests", admin_api.requests_log, methods=["GET"]),
     ]
-    routes += _agent_api_routes()
+    routes += [
+        Route("/v1/responses", serving.endpoint(RESPONSES), methods=["POST"]),
+        Route("/v1/responses/{response_id}", retrieve_response, methods=["GET"]),
+        Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
+        Route("/v1/messages", serving.endpoint(MESSAGES), methods=["POST"]),
+        Route("/v1/messages/count_tokens", serving.count_endpoint(MESSAGES), methods=["POST"]),
+    ]
     routes += telemetry_api.routes()
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
