@@ -56,7 +56,7 @@ def test_monitor_draws_curves_figures_and_markers(qtbot):
     assert x[-1] == 1_700_000_000.0 + 2000 * 0.25      # wall-clock seconds (DateAxisItem)
     ky = panel.curves[model_key("tiny", "kv_used_tokens")].getData()[1]
     assert abs(ky[-1] - 20000 * 100 / 40960) < 1e-9     # KV as % of capacity
-    assert panel.curves[model_key("tiny", "private")].getData()[1][-1] * 1024 == 200
+    assert panel.curves[model_key("tiny", "private")].getData()[1][-1] == 200     # MiB
     curve = panel.mem_curves["ram_used"]
     assert curve.opts["downsampleMethod"] == "peak" and curve.opts["clipToView"] is True
     lo, hi = panel.plot["ram_used"].viewRange()[1]

@@ -25,7 +25,7 @@ from laya_desktop.gui.ring_buffer import (
 
 # The smallest y span a plot shows, in its own units: a change of a few hundred MiB must be visible
 # on a machine with tens of GiB, so the axis follows the data, not 0..total.
-MIN_SPAN = {"ram_used": 0.25, "ram_available": 0.25, "runners": 0.25, "swap": 0.25, "vram": 0.25, "swap_io": 1.0, "kv_pct": 5.0,
+MIN_SPAN = {"ram_used": 0.25, "ram_available": 0.25, "runners": 256.0, "swap": 0.25, "vram": 0.25, "swap_io": 1.0, "kv_pct": 5.0,
             "kv_bytes": 1.0, "requests": 2.0, "tokens": 5.0}
 
 
@@ -62,8 +62,8 @@ def model_series(name: str, index: int, tr) -> list[Series]:
     c = index + 2
     k = lambda field: model_key(name, field)  # noqa: E731
     return [
-        Series("runners", k("private"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} private")).format(model=name), GIB, color_index=c),
-        Series("runners", k("shared"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} mapped")).format(model=name), GIB, dashed=True,
+        Series("runners", k("private"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} private")).format(model=name), MIB, color_index=c),
+        Series("runners", k("shared"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} mapped")).format(model=name), MIB, dashed=True,
                color_index=c),
         Series("vram", k("vram"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} VRAM")).format(model=name), GIB, dashed=True, color_index=c),
         Series("kv_pct", k("kv_used_tokens"), name, per=k("kv_capacity_tokens"), color_index=c),

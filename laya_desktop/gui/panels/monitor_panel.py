@@ -55,6 +55,7 @@ EVENT_COLORS = MappingProxyType({"emergency_unload": "#d00000", "runner_crashed"
                                  "config_applied": "#2060c0", "config_rejected": "#d07000"})
 WINDOWS_MIN = (1, 5, 15, 60)
 MIN_DRAW_S, MAX_DRAW_S = 0.5, 2.0
+AXIS_WIDTH = 58
 # RAM used and available get a plot each: on one axis they span 0..total again, and a change of
 # a few hundred MiB is a pixel or two.
 PLOT_GRID = (("ram_used", 0, 0), ("ram_available", 0, 1), ("runners", 1, 0), ("vram", 1, 1),
@@ -64,7 +65,7 @@ VRAM_CELL = (1, 1)
 PLOT_TITLES = MappingProxyType({
     "ram_used": (QT_TRANSLATE_NOOP("MonitorPanel", "RAM used"), "GiB"),
     "ram_available": (QT_TRANSLATE_NOOP("MonitorPanel", "RAM available"), "GiB"),
-    "runners": (QT_TRANSLATE_NOOP("MonitorPanel", "Runners: private and mapped"), "GiB"),
+    "runners": (QT_TRANSLATE_NOOP("MonitorPanel", "Runners: private and mapped"), "MiB"),
     "swap": (QT_TRANSLATE_NOOP("MonitorPanel", "Swap used"), "GiB"),
     "vram": (QT_TRANSLATE_NOOP("MonitorPanel", "VRAM"), "GiB"),
     "swap_io": (QT_TRANSLATE_NOOP("MonitorPanel", "Swap in/out"), "MiB/s"),
@@ -128,12 +129,16 @@ class MonitorPanel(QWidget):
             p = self.plots.addPlot(row=row, col=col, axisItems={"bottom": pg.DateAxisItem()})
             p.setTitle(_tr(title), color="#222", size="9pt")
             p.setLabel("left", units)
+            p.getAxis("left").enableAutoSIPrefix(False)   # "GiB (x0.001)" reads badly
+            # A fixed axis width: one sized to its tick labels re-lays out the plots (a second
+            # full paint) whenever the labels change width.
+            p.getAxis("left").setWidth(AXIS_WIDTH)
             # Painting dominates the cost (bench/gui_cost.py): the x axes are linked, so only the
             # bottom row draws time labels; no vertical grid (it is redrawn on every slide).
             p.showGrid(x=False, y=True, alpha=0.25)
             if row != last_row:
                 p.hideAxis("bottom")
-            legend = p.addLegend(offset=(6, 4), labelTextSize="8pt")
+            legend = p.addLegend(offset=(6, 4), labelTextSize="8pt", brush=(255, 255, 255, 190))
             for item in (legend, p.titleLabel, p.getAxis("left")):
                 item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             p.setDownsampling(auto=True, mode="peak")
@@ -168,9 +173,9 @@ class MonitorPanel(QWidget):
         self.marker_spots.setZValue(10)
         self.plot["ram_used"].addItem(self.marker_spots)
 
-        self.reserved_line = self._threshold(self.plot["ram_available"], "#d00000")
-        self.ram_high_line = self._threshold(self.plot["ram_used"], "#d07000")
-        self.vram_high_line = self._threshold(self.plot["vram"], "#d07000")
+        self.reserved_line = self._threshold(self.plot["ram_available"], "#d00000", above=True)
+        self.ram_high_line = self._threshold(self.plot["ram_used"], "#d07000", above=False)
+        self.vram_high_line = self._threshold(self.plot["vram"], "#d07000", above=False)
 
         self.window_box = QComboBox()
         for minutes in WINDOWS_MIN:
@@ -226,9 +231,12 @@ class MonitorPanel(QWidget):
         self.series[key] = s
 
     @staticmethod
-    def _threshold(plot: pg.PlotItem, color: str) -> pg.InfiniteLine:
-        line = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen(color, width=1.5, style=Qt.PenStyle.DotLine),
-                               label="", labelOpts={"position": 0.02, "color": color, "anchors": [(0, 1), (0, 1)]})
+    def _threshold(plot: pg.PlotItem, color: str, above: bool) -> pg.InfiniteLine:
+        """A guard limit; its label sits on the side the data should stay on (above a floor,
+        below a ceiling), where it is never clipped by the plot's edge."""
+        anchor = (1, 1) if above else (1, 0)
+        line = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
+                               label="", labelOpts={"position": 0.97, "color": color, "anchors": [anchor, anchor]})
         line.setVisible(False)
         plot.addItem(line, ignoreBounds=True)
         return line
@@ -311,6 +319,9 @@ class MonitorPanel(QWidget):
         t = self.ring.times(rows)
         t_end = float(t[-1])
         latest = self.ring.latest or {}
+        x0 = t_end - self.window_s
+        # The x range first: clip-to-view and downsampling then work on the new view once.
+        self.plot["ram_used"].setXRange(x0, t_end, padding=0)
         per_plot: dict[str, list[np.ndarray]] = {k: [] for k in self.plot}
         for key, curve in self.curves.items():
             s = self.series[key]
@@ -323,8 +334,6 @@ class MonitorPanel(QWidget):
                 curve.setData([], [])
                 curve.setVisible(False)
         lines = self._update_thresholds(latest)
-        x0 = t_end - self.window_s
-        self.plot["ram_used"].setXRange(x0, t_end, padding=0)
         ranges = {}
         for key, p in self.plot.items():
             r = y_range(key, per_plot[key], lines.get(key, ()))
