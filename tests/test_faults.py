@@ -309,3 +309,71 @@ def test_models_yaml_survives_kills_inside_the_atomic_save(tiny_gguf, tmp_path):
         assert n_ctx in ({257}, {258}), n_ctx
         seen |= n_ctx
     assert seen == {257, 258}   # the kills fell on both sides of the renames
+
+
+# -- fallbacks in a real engine ---------------------------------------------------------------------
+
+def fallback_config(gguf, **scheduler) -> dict:
+    models = [{"name": n, "backend": "llama_cpp", "path": str(gguf), "n_ctx": 32768, "parallel": 1,
+               "idle_ttl_s": 0} for n in ("main", "spare")]
+    return {"models": models,
+            "routes": [{"name": "default", "target": "main", "fallback": ["spare"]}],
+            "scheduler": {"max_queue": 4, "queue_timeout_ms": 2000, **scheduler}}
+
+
+ROUTED = {"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def pid_of(c, name: str) -> int:
+    return next(m["pid"] for m in c.get("/admin/models").json()["models"] if m["name"] == name)
+
+
+@pytest.mark.timeout(120)
+def test_fallback_after_a_runner_crash_before_the_first_token(tiny_gguf, tmp_path):
+    with running_engine(fallback_config(tiny_gguf), tmp_path) as eng, eng.client() as c:
+        c.post("/admin/models/main/load").raise_for_status()
+        pid = pid_of(c, "main")
+        sigstop(pid)                      # the request reaches the runner, which cannot answer ...
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(lambda: eng.client().post("/v1/chat/completions", json=ROUTED))
+            deadline = time.monotonic() + 5
+            while c.get("/admin/models").json()["models"][0]["active"] == 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)  # ... and dies before its first token
+            r = answer.result(timeout=60)
+        assert r.status_code == 200, r.text
+        assert r.headers["x-laya-model"] == "spare"
+        kinds = [(e["kind"], e.get("model")) for e in c.get("/admin/events").json()["events"]]
+        assert ("runner_crashed", "main") in kinds and ("runner_unresponsive", "main") not in kinds
+
+
+@pytest.mark.timeout(120)
+def test_fallback_after_a_hung_runner(tiny_gguf, tmp_path):
+    with running_engine(fallback_config(tiny_gguf), tmp_path) as eng, eng.client() as c:
+        c.post("/admin/models/main/load").raise_for_status()
+        pid = pid_of(c, "main")
+        sigstop(pid)
+        try:
+            r = c.post("/v1/chat/completions", json=ROUTED)
+        finally:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        assert r.status_code == 200, r.text
+        assert r.headers["x-laya-model"] == "spare"
+
+
+@pytest.mark.timeout(120)
+def test_fallback_after_a_queue_timeout(tiny_gguf, tmp_path):
+    with running_engine(fallback_config(tiny_gguf, queue_timeout_ms=300), tmp_path) as eng, \
+            eng.client() as c:
+        long = {"model": "main", "max_tokens": 30000, "stream": True,
+                "messages": [{"role": "user", "content": "go"}]}
+        with c.stream("POST", "/v1/chat/completions", json=long) as first:
+            lines = first.iter_lines()
+            next(lines)                   # main's one slot is taken
+            r = eng.client().post("/v1/chat/completions", json=ROUTED)
+        assert r.status_code == 200, r.text
+        assert r.headers["x-laya-model"] == "spare"
