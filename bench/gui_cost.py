@@ -7,6 +7,11 @@ measures the process's CPU time over the run (% of one core, psutil) and how lat
 fires (the event loop's stall, p50/p99/max).
 
     QT_QPA_PLATFORM=offscreen python bench/gui_cost.py [--seconds 30] [--window-min 15] [--json]
+    QT_QPA_PLATFORM=offscreen python bench/gui_cost.py --loadtest [--requests 200] [--json]
+
+--loadtest measures the whole app instead (MainWindow, its own engine on a tiny random GGUF): the
+event loop's stall and the GUI process's CPU while the Load test panel runs 4 clients, once with
+the Load test tab shown and once with the Monitor shown.
 
 QT_QPA_PLATFORM defaults to offscreen; under Xvfb use `xvfb-run -a env QT_QPA_PLATFORM=xcb ...`.
 With --json: one JSON object on stdout, the table on stderr; bench/results/gui_cost.json either way.
@@ -121,12 +126,87 @@ def run_case(app: QApplication, tabs: QTabWidget, panel: MonitorPanel, synth: Sy
             "stall_ms_max": float(late.max())}
 
 
+def probe_loop(app: QApplication, until) -> dict:
+    """Run the event loop until `until` (a signal) fires; how late a 20 ms timer was, and CPU."""
+    from PySide6.QtCore import QEventLoop
+    lateness: list[float] = []
+    clock = QElapsedTimer()
+    last = [0]
+
+    def tick() -> None:
+        now = clock.elapsed()
+        lateness.append(max(0, now - last[0] - 20))
+        last[0] = now
+    probe = QTimer()
+    probe.setInterval(20)
+    probe.timeout.connect(tick)
+    loop = QEventLoop()
+    until.connect(loop.quit)
+    proc = psutil.Process()
+    cpu0, wall0 = sum(proc.cpu_times()[:2]), time.monotonic()
+    clock.start()
+    probe.start()
+    loop.exec()
+    probe.stop()
+    wall = time.monotonic() - wall0
+    late = np.array(lateness[1:] or [0.0])
+    return {"seconds": round(wall, 1), "cpu_pct_of_core": round(100 * (sum(proc.cpu_times()[:2]) - cpu0) / wall, 2),
+            "stall_ms_p50": float(np.percentile(late, 50)), "stall_ms_p99": float(np.percentile(late, 99)),
+            "stall_ms_max": float(late.max())}
+
+
+def loadtest_main(args) -> None:
+    import tempfile
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gui"))
+    from conftest import free_port, gui_config, start_window, write_config  # noqa: E402 - sets XDG dirs
+    from gguf_factory import write_tiny_gguf  # noqa: E402
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    folder = Path(tempfile.mkdtemp(prefix="laya-gui-cost-"))
+    port = free_port()
+    path = write_config(folder, gui_config(write_tiny_gguf(folder / "tiny.gguf"), port))
+    window = start_window(app, path, port)
+    cases = []
+    try:
+        panel = window.panel("loadtest")
+        panel.concurrency.setValue(4)
+        panel.requests.setValue(args.requests)
+        panel.max_tokens.setValue(32)
+        for shown in ("loadtest", "monitor"):
+            window.tabs.setCurrentWidget(window.panel(shown))
+            results = []
+            panel.finished.connect(lambda ok, report: results.append((ok, report)))
+            QTimer.singleShot(0, panel.start)
+            case = probe_loop(app, panel.finished)
+            panel.finished.disconnect()
+            ok, report = results[-1] if results else (False, None)
+            case.update({"shown": shown, "ok": bool(ok), "requests": args.requests, "concurrency": 4})
+            cases.append(case)
+    finally:
+        window.close()
+    report = {"bench": "gui_cost_loadtest", "platform": os.environ.get("QT_QPA_PLATFORM"),
+              "goal_stall_ms_p99": 50.0, "cases": cases,
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    lines = [f"GUI event-loop stall during a 4-client load test ({args.requests} requests, tiny GGUF), "
+             f"QT_QPA_PLATFORM={report['platform']}",
+             f"{'tab shown':<10} {'ok':>3} {'seconds':>8} {'CPU % core':>10} {'stall p50':>9} {'p99 ms':>7} {'max ms':>7}"]
+    for c in cases:
+        lines.append(f"{c['shown']:<10} {'yes' if c['ok'] else 'no':>3} {c['seconds']:>8.1f} "
+                     f"{c['cpu_pct_of_core']:>10.2f} {c['stall_ms_p50']:>9.1f} {c['stall_ms_p99']:>7.1f} "
+                     f"{c['stall_ms_max']:>7.1f}")
+    publish("gui_cost_loadtest", report, "\n".join(lines), args.json)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="per case")
     parser.add_argument("--window-min", type=int, default=15, choices=(1, 5, 15, 60))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--loadtest", action="store_true", help="the whole app during a load test")
+    parser.add_argument("--requests", type=int, default=200, help="with --loadtest")
     args = parser.parse_args()
+    if args.loadtest:
+        return loadtest_main(args)
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     panel = MonitorPanel()
