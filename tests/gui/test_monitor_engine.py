@@ -40,7 +40,7 @@ def test_plots_receive_samples(setup, qtbot):
     monitor = window.panel("monitor")
     qtbot.waitUntil(lambda: len(monitor.ring) >= 4 and monitor._drawn_version == monitor.ring.version,
                     timeout=15000)
-    x, y = monitor.mem_curves["ram_used"].getData()
+    x, y = monitor.mem_curves["ram_used"].xData, monitor.mem_curves["ram_used"].yData
     assert len(x) >= 4 and y.max() > 0
     assert abs(x[-1] - time.time()) < 30                  # wall-clock time axis
     assert monitor.gpu_present is False                     # no NVIDIA GPU here: the notice shows

@@ -51,12 +51,12 @@ def test_monitor_draws_curves_figures_and_markers(qtbot):
                       {"seq": 2, "t": 1_700_000_200.0, "kind": "emergency_unload", "model": "tiny",
                        "reason": "ram_high", "freed_bytes": 300 * MIB}])
     qtbot.waitUntil(lambda: panel._drawn_version == panel.ring.version, timeout=2000)
-    x, y = panel.mem_curves["ram_used"].getData()
+    x, y = panel.mem_curves["ram_used"].xData, panel.mem_curves["ram_used"].yData  # as set, not as drawn
     assert len(x) == 2000 and 3.9 < y.max() < 4.3
     assert x[-1] == 1_700_000_000.0 + 2000 * 0.25      # wall-clock seconds (DateAxisItem)
-    ky = panel.curves[model_key("tiny", "kv_used_tokens")].getData()[1]
+    ky = panel.curves[model_key("tiny", "kv_used_tokens")].yData
     assert abs(ky[-1] - 20000 * 100 / 40960) < 1e-9     # KV as % of capacity
-    assert panel.curves[model_key("tiny", "private")].getData()[1][-1] == 200     # MiB
+    assert panel.curves[model_key("tiny", "private")].yData[-1] == 200     # MiB
     curve = panel.mem_curves["ram_used"]
     assert curve.opts["downsampleMethod"] == "peak" and curve.opts["clipToView"] is True
     lo, hi = panel.plot["ram_used"].viewRange()[1]
@@ -75,13 +75,13 @@ def test_window_pause_and_hidden_tab(qtbot):
     panel = shown_panel(qtbot)
     panel.add_samples([sample(i, i) for i in range(1, 4 * 60 * 20)])
     panel.set_window(60)
-    assert len(panel.mem_curves["ram_used"].getData()[0]) == 241
+    assert len(panel.mem_curves["ram_used"].xData) == 241
     panel.set_paused(True)
     assert panel.pause_button.isChecked()
     panel.add_samples([sample(5000, 1)])
     assert not panel.redraw()
     panel.set_paused(False)
-    assert panel.mem_curves["ram_used"].getData()[0][-1] == 1_700_000_000.0 + 5000 * 0.25
+    assert panel.mem_curves["ram_used"].xData[-1] == 1_700_000_000.0 + 5000 * 0.25
     panel.hide()
     panel.add_samples([sample(5001, 1)])
     assert not panel.redraw()                           # hidden: nothing plotted

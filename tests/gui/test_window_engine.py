@@ -192,7 +192,7 @@ def test_monitor_receives_telemetry(setup, qtbot):
     qtbot.waitUntil(lambda: len(monitor.ring) >= 2, timeout=10000)
     monitor.redraw(force=True)                    # the tab is hidden: draw once anyway
     assert "RAM" in monitor.summary.text()
-    x, y = monitor.mem_curves["ram_used"].getData()
+    x, y = monitor.mem_curves["ram_used"].xData, monitor.mem_curves["ram_used"].yData
     assert x is not None and len(x) >= 2 and y.max() > 0
 
 
