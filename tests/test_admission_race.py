@@ -151,3 +151,55 @@ def test_two_requests_at_once_one_is_served_the_other_refused(tiny_gguf, tmp_pat
         loaded = [m for k, m in kinds if k == "model_loaded"]
         assert len(loaded) == 1 and len(served_at) == 1
         assert ("load_refused", "first" if loaded == ["second"] else "second") in kinds
+
+
+# -- other races: a config apply during a load; the idle TTL firing as a request arrives ---------
+
+@pytest.mark.timeout(180)
+def test_config_apply_during_a_load_leaves_no_orphan_and_a_clean_answer(tiny_gguf, tmp_path):
+    config = race_config(tiny_gguf, 2)
+    config["memory"] = {"sample_hz": 4}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        with ThreadPoolExecutor(1) as pool:
+            load = pool.submit(lambda: eng.client().post("/admin/models/first/load"))
+            deadline = time.monotonic() + 30
+            while ("model_loading", "first") not in [(e["kind"], e["model"]) for e in events(c)]:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            changed = {**config, "models": [{**m, "n_ctx": 4096} for m in config["models"]]}
+            assert c.put("/admin/config", json=changed).status_code == 200
+            r = load.result(timeout=120)
+        # the load of the replaced model ends cleanly: done, or a 503 naming the config change
+        assert r.status_code in (200, 503), r.text
+        if r.status_code == 503:
+            assert r.json()["error"]["code"] == "model_unloaded", r.text
+        deadline = time.monotonic() + 10
+        while len(eng.runner_pids()) > 0:  # the old runner is gone, no new one was started
+            assert time.monotonic() < deadline, eng.runner_pids()
+            time.sleep(0.05)
+        r = c.post("/v1/chat/completions", json={"model": "first", "max_tokens": 2,
+                                                 "messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 200, r.text
+        models = {m["name"]: m for m in c.get("/admin/models").json()["models"]}
+        assert models["first"]["n_ctx"] == 4096 and models["first"]["state"] == "ready"
+        assert len(eng.runner_pids()) == 1
+
+
+@pytest.mark.timeout(180)
+def test_idle_ttl_firing_as_requests_arrive_never_fails_one(tiny_gguf, tmp_path):
+    config = {"models": [{"name": "m", "backend": "llama_cpp", "path": str(tiny_gguf),
+                          "n_ctx": 256, "parallel": 1, "idle_ttl_s": 1}],
+              "routes": [{"name": "default", "target": "m"}]}
+    chat = {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "x"}]}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        import random
+        rng = random.Random(3)
+        statuses = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:   # requests land around the TTL's expiry (1 s, checked
+            statuses.append(c.post("/v1/chat/completions", json=chat).status_code)  # each second)
+            time.sleep(rng.uniform(0.8, 2.2))
+        unloads = [e for e in events(c) if e["kind"] == "idle_unload"]
+        assert statuses and set(statuses) == {200}, statuses
+        assert unloads, "the TTL never fired: the test did not test the race"
+        print(f"{len(statuses)} requests around the TTL, {len(unloads)} idle unloads, all 200")
