@@ -130,3 +130,15 @@ def test_exports_parse(qtbot, tmp_path):
     assert rows[-1]["time_utc"].startswith("2023-11-14T22:")
     assert float(rows[-1][model_key("tiny", "kv_used_tokens")]) == 40
     assert np.isnan(float("nan"))
+
+
+def test_mlx_memory_is_drawn_when_reported(qtbot):
+    panel = shown_panel(qtbot)
+    rows = [sample(i, 1) for i in range(1, 20)]
+    for s in rows:
+        s["models"]["tiny"]["mlx_active_memory"] = 150 * MIB
+    panel.add_samples(rows)
+    assert panel.redraw()
+    curve = panel.curves[model_key("tiny", "mlx_active_memory")]
+    assert curve.isVisible() and curve.yData[-1] == 150
+    assert not panel.curves[model_key("tiny", "vram")].isVisible()     # None: not drawn

@@ -918,6 +918,10 @@
         <translation>{model} 映射</translation>
     </message>
     <message>
+        <source>{model} MLX active</source>
+        <translation>{model} MLX 活动内存</translation>
+    </message>
+    <message>
         <source>{model} VRAM</source>
         <translation>{model} 显存</translation>
     </message>

@@ -65,6 +65,9 @@ def model_series(name: str, index: int, tr) -> list[Series]:
         Series("runners", k("private"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} private")).format(model=name), MIB, color_index=c),
         Series("runners", k("shared"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} mapped")).format(model=name), MIB, dashed=True,
                color_index=c),
+        # MLX on Apple Silicon reports its own (unified) memory; absent elsewhere, so not drawn.
+        Series("runners", k("mlx_active_memory"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} MLX active")).format(
+            model=name), MIB, dashed=True, color_index=c + 1),
         Series("vram", k("vram"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} VRAM")).format(model=name), GIB, dashed=True, color_index=c),
         Series("kv_pct", k("kv_used_tokens"), name, per=k("kv_capacity_tokens"), color_index=c),
         Series("kv_bytes", k("kv_bytes"), name, MIB, color_index=c),
