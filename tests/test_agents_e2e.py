@@ -23,10 +23,13 @@ PROMPT = "In one sentence, what is the sea?"
 RESULTS = ROOT / "bench" / "results" / "agent_turns.json"
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    config = yaml.safe_load((ROOT / "models.yaml").read_text())
-    with running_engine(config, tmp_path_factory.mktemp("agents")) as eng:
+def shipped_config() -> dict:
+    return yaml.safe_load((ROOT / "models.yaml").read_text())
+
+
+@pytest.fixture
+def engine(tmp_path):
+    with running_engine(shipped_config(), tmp_path) as eng:
         yield eng
 
 

@@ -133,6 +133,12 @@ def test_plan_batch_chunks_prompts_while_others_decode():
 
 # --- the runner process on the tiny GGUF ---------------------------------------------------------
 
+def test_yarn_only_past_the_trained_context(start, tiny_gguf):
+    """The tiny GGUF is trained on 2,048 tokens: a longer n_ctx gets YaRN, a shorter one none."""
+    assert start(tiny_gguf, n_ctx=4096, parallel=1).ready()["rope_scaling"] == "yarn"
+    assert start(tiny_gguf, n_ctx=2048, parallel=1).ready()["rope_scaling"] is None
+
+
 def test_ready_completion_and_chat(start, tiny_gguf):
     r = start(tiny_gguf)
     info = r.ready()

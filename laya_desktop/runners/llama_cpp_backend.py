@@ -137,6 +137,7 @@ class LlamaCppBackend:
         cparams.kv_unified = True
         cparams.swa_full = True   # SWA layers keep the full context: prefix reuse stays possible
         cparams.no_perf = True
+        self.rope_scaling = self._extend_context(cparams)
         self._configure_context(cparams)
         self.ctx = L.llama_init_from_model(self.model, cparams)
         if not self.ctx:
@@ -175,6 +176,18 @@ class LlamaCppBackend:
 
     # --- model facts -----------------------------------------------------------------------------
 
+    def _extend_context(self, cparams) -> str | None:
+        """YaRN when n_ctx passes the trained context and the GGUF sets no scaling of its own.
+        Past it plain RoPE positions leave the range the model learned and its output
+        degenerates (SmolLM2, trained on 8k, wrote '###' lines at 12k); YaRN maps them back."""
+        n_ctx_train = L.llama_model_n_ctx_train(self.model)
+        if not 0 < n_ctx_train < self.n_ctx or self._meta(f"{self.architecture}.rope.scaling.type"):
+            return None
+        cparams.rope_scaling_type = L.LLAMA_ROPE_SCALING_TYPE_YARN
+        cparams.yarn_orig_ctx = n_ctx_train
+        cparams.rope_freq_scale = n_ctx_train / self.n_ctx
+        return "yarn"
+
     def _failure(self, message: str) -> str:
         detail = " | ".join(self._log.errors)
         return f"{message}: {detail}" if detail else message
@@ -205,6 +218,7 @@ class LlamaCppBackend:
         return {"name": self.name, "path": self.path, "backend": "llama_cpp",
                 "architecture": self.architecture, "n_ctx": self.n_ctx, "parallel": self.parallel,
                 "n_ctx_train": L.llama_model_n_ctx_train(self.model), "n_vocab": self.n_vocab,
+                "rope_scaling": self.rope_scaling,
                 "kv_cache_type": self.kv_cache_type, "kv_bytes_per_token": self.kv_bytes_per_token,
                 "kv_capacity_tokens": self.n_ctx * self.parallel, "chat_format": self.chat_format,
                 "n_threads": self.n_threads, "n_batch": self.n_batch,
