@@ -230,6 +230,18 @@ def _custom(tool: dict, where: str) -> dict:
     return _function(tool, where, CUSTOM_PARAMETERS, description.strip() or None)
 
 
+def _callable_tool(tool: Any, at: str, out: Converted) -> dict | None:
+    """A function or custom tool as a chat function tool; None for any other type."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    if kind == "function":
+        return _function(tool, at)
+    if kind == "custom":
+        converted = _custom(tool, at)   # checks the name first
+        out.tool_kinds[tool["name"]] = "custom"
+        return converted
+    return None
+
+
 def convert_tools(tools: Any, out: Converted) -> list[dict]:
     if tools is None:
         return []
@@ -239,26 +251,21 @@ def convert_tools(tools: Any, out: Converted) -> list[dict]:
     for i, tool in enumerate(tools):
         at = f"tools[{i}]"
         kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind == "function":
-            chat_tools.append(_function(tool, at))
-        elif kind == "custom":
-            chat_tools.append(_custom(tool, at))
-            out.tool_kinds[tool["name"]] = "custom"
+        converted = _callable_tool(tool, at, out)
+        if converted is not None:
+            chat_tools.append(converted)
         elif kind == "namespace":
             inner = tool.get("tools")
             if not isinstance(inner, list):
                 raise bad_request(f"'{at}.tools' must be an array", "invalid_tools")
             for j, sub in enumerate(inner):
                 sub_at = f"{at}.tools[{j}]"
-                sub_kind = sub.get("type") if isinstance(sub, dict) else None
-                if sub_kind == "function":
-                    chat_tools.append(_function(sub, sub_at))
-                elif sub_kind == "custom":
-                    chat_tools.append(_custom(sub, sub_at))
-                    out.tool_kinds[sub["name"]] = "custom"
-                else:
+                converted = _callable_tool(sub, sub_at, out)
+                if converted is None:
+                    sub_kind = sub.get("type") if isinstance(sub, dict) else None
                     raise bad_request(f"'{sub_at}.type' {sub_kind!r} is not supported",
                                       "unsupported_tool_type")
+                chat_tools.append(converted)
                 if isinstance(tool.get("name"), str):
                     out.namespaces[sub["name"]] = tool["name"]
         elif kind in IGNORED_TOOL_TYPES:
