@@ -67,6 +67,7 @@ class ChatStream:
     request (the engine cancels the sequence) and wakes the worker reading it."""
     stats: StreamStats = field(default_factory=StreamStats)
     sockets: Sockets = field(default_factory=Sockets)
+    tool_calls: list[dict] = field(default_factory=list)   # {"id", "name", "arguments"} per index
 
     def cancel(self) -> None:
         self.sockets.abort()
@@ -165,8 +166,9 @@ class EngineClient:
         return self._post("/v1/chat/completions", body, timeout=LOAD_TIMEOUT)
 
     # --- chat ----------------------------------------------------------------------------------
-    def chat_stream(self, body: dict, stream: ChatStream) -> Iterator[str]:
-        """Yield text deltas of a streamed chat completion; fills `stream.stats` as it goes.
+    def chat_stream(self, body: dict, stream: ChatStream) -> Iterator[str | list[dict]]:
+        """Yield text deltas of a streamed chat completion, and after each tool-call delta a copy
+        of the calls so far (`stream.tool_calls`); fills `stream.stats` as it goes.
         Each stream has its own connection, so that cancelling it cuts nothing else."""
         stats = stream.stats
         stats.started = time.perf_counter()
@@ -214,12 +216,36 @@ def _read_stream(response: httpx.Response, stream: ChatStream) -> Iterator[str]:
         for choice in chunk.get("choices", []):
             if choice.get("finish_reason"):
                 stats.finish_reason = choice["finish_reason"]
-            text = (choice.get("delta") or {}).get("content") or ""
+            delta = choice.get("delta") or {}
+            text = delta.get("content") or ""
+            calls = delta.get("tool_calls")
+            if (text or calls) and stats.first_token is None:
+                stats.first_token = time.perf_counter()
             if text:
-                if stats.first_token is None:
-                    stats.first_token = time.perf_counter()
                 stats.chunks += 1
                 yield text
+            if isinstance(calls, list) and calls:
+                _gather_tool_calls(stream.tool_calls, calls)
+                yield [dict(c) for c in stream.tool_calls]
+
+
+def _gather_tool_calls(gathered: list[dict], deltas: list) -> None:
+    """OpenAI streams a call's id and name first, then its arguments in pieces, keyed by index."""
+    for position, delta in enumerate(deltas):
+        if not isinstance(delta, dict):
+            continue
+        index = delta.get("index", position)
+        if not isinstance(index, int) or not 0 <= index < 128:
+            continue
+        while len(gathered) <= index:
+            gathered.append({"id": "", "name": "", "arguments": ""})
+        entry = gathered[index]
+        fn = delta.get("function") or {}
+        entry["id"] = delta.get("id") or entry["id"]
+        entry["name"] += fn.get("name") or ""
+        arguments = fn.get("arguments")
+        entry["arguments"] += arguments if isinstance(arguments, str) else \
+            (json.dumps(arguments, ensure_ascii=False) if arguments is not None else "")
 
 
 def probe_remote(base_url: str, api_key: str | None, timeout: float = 10.0,

@@ -14,7 +14,8 @@ from PySide6.QtCore import QObject, QTimer
 from laya_desktop.gui.engine_controller import DOWN, UP
 from laya_desktop.gui.main_window import PANELS, MainWindow
 
-CHAT_PROMPT = "Hello! In one sentence, what is the sea?"
+# A Markdown reply with a code box (SmolLM2 answers this one with a fenced Python block).
+CHAT_PROMPT = "How do I reverse a list in Python? Show code."
 
 
 class ScreenshotDirector(QObject):
@@ -66,7 +67,7 @@ class ScreenshotDirector(QObject):
             return
         if self._step == "chat":
             chat = self.window.panel("chat")
-            chat.max_tokens.setValue(48)
+            chat.max_tokens.setValue(160)
             chat.reply_finished.connect(self._after_chat)
             self.window.tabs.setCurrentWidget(chat)
             chat.send(CHAT_PROMPT)

@@ -59,8 +59,16 @@
         <translation>模型 {model}</translation>
     </message>
     <message>
+        <source>stopped: it kept repeating one line</source>
+        <translation>已停止：一直在重复同一行</translation>
+    </message>
+    <message>
         <source>stopped</source>
         <translation>已停止</translation>
+    </message>
+    <message>
+        <source>cut off: max tokens reached</source>
+        <translation>已截断：达到最大 token 数</translation>
     </message>
     <message>
         <source>finish {reason}</source>
@@ -83,8 +91,8 @@
         <translation>标签</translation>
     </message>
     <message>
-        <source>Max tokens</source>
-        <translation>最大 token 数</translation>
+        <source>code copied</source>
+        <translation>代码已复制</translation>
     </message>
     <message>
         <source>Message (Ctrl+Enter to send)</source>
@@ -99,8 +107,32 @@
         <translation>停止</translation>
     </message>
     <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>ask for the last reply again</source>
+        <translation>重新请求最后一条回复</translation>
+    </message>
+    <message>
+        <source>Edit last</source>
+        <translation>编辑上一条</translation>
+    </message>
+    <message>
+        <source>put the last message back in the box to change and resend</source>
+        <translation>把最后一条消息放回输入框，修改后重新发送</translation>
+    </message>
+    <message>
         <source>New chat</source>
         <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Open…</source>
+        <translation>打开…</translation>
+    </message>
+    <message>
+        <source>Save…</source>
+        <translation>保存…</translation>
     </message>
     <message>
         <source>Copy</source>
@@ -121,6 +153,26 @@
     <message>
         <source>error: {error}</source>
         <translation>错误：{error}</translation>
+    </message>
+    <message>
+        <source>stopped: the reply kept repeating “{line}”</source>
+        <translation>已停止：回复一直在重复“{line}”</translation>
+    </message>
+    <message>
+        <source>opened {path}</source>
+        <translation>已打开 {path}</translation>
+    </message>
+    <message>
+        <source>Open conversation</source>
+        <translation>打开对话</translation>
+    </message>
+    <message>
+        <source>Laya chats (*.json)</source>
+        <translation>Laya 对话 (*.json)</translation>
+    </message>
+    <message>
+        <source>Save conversation</source>
+        <translation>保存对话</translation>
     </message>
     <message>
         <source>You</source>
@@ -1282,6 +1334,29 @@
     </message>
 </context>
 <context>
+    <name>SamplingControls</name>
+    <message>
+        <source>model default</source>
+        <translation>模型默认</translation>
+    </message>
+    <message>
+        <source>makes repeating a recent token less likely; 1.00 = off</source>
+        <translation>降低重复最近 token 的可能性；1.00 = 关闭</translation>
+    </message>
+    <message>
+        <source>Max tokens</source>
+        <translation>最大 token 数</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Repeat penalty</source>
+        <translation>重复惩罚</translation>
+    </message>
+</context>
+<context>
     <name>ScreenshotDirector</name>
     <message>
         <source>screenshot mode: preparing panels…</source>
@@ -1290,6 +1365,25 @@
     <message>
         <source>saved {n} pictures in {folder}</source>
         <translation>已在 {folder} 保存 {n} 张图片</translation>
+    </message>
+</context>
+<context>
+    <name>TranscriptView</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>Tool call: {name}</source>
+        <translation>工具调用：{name}</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
     </message>
 </context>
 </TS>
