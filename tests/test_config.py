@@ -90,7 +90,7 @@ ERROR_CASES = [
     ({"server.host": ""}, "server.host", "expected a non-empty string, got ''"),
     ({"server.host": "0.0.0.0"}, "server.api_key", "required when server.host ('0.0.0.0') is not loopback"),
     ({"server.host": "192.168.1.5"}, "server.api_key", "not loopback"),
-    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins)"),
+    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins, route_log_size)"),
     # models: types, ranges, choices
     ({"models[0].backend": "warp-drive"}, "models[0].backend",
      "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"),
@@ -145,7 +145,7 @@ ERROR_CASES = [
     ({"routes[0].target": 7}, "routes[0].target", "expected a non-empty string, got 7"),
     ({"routes[0].enabled": "no"}, "routes[0].enabled", "expected true or false, got 'no'"),
     ({"routes[0].priority": 1}, "routes[0].priority",
-     "unknown key 'priority' (valid: name, target, enabled, match, fallback)"),
+     "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy)"),
     ({"routes[0].match": ["code"]}, "routes[0].match", "expected a mapping, got ['code']"),
     ({"routes[0].match.colour": "red"}, "routes[0].match.colour",
      "unknown condition 'colour' (valid: tags, keywords, min_prompt_chars, max_prompt_chars, model, path)"),

@@ -30,6 +30,9 @@ class ServerConfig:
     max_body_mb: float = _doc("Largest request body in MiB; a bigger one gets a 413.", default=32)
     cors_origins: list[str] = _doc("Browser origins allowed by CORS ('*' for any); empty: CORS "
                                    "stays closed.", default_factory=list)
+    route_log_size: int = _doc("Recent requests whose routing inputs (user text, tags, model, "
+                               "path) are kept for the what-if replay; 0 keeps none.", default=1000)
+
 
 
 @dataclass
@@ -93,15 +96,40 @@ class RouteMatch:
                     or self.min_prompt_chars is not None or self.max_prompt_chars is not None)
 
 
+STRATEGIES = ("first_available", "warm", "least_loaded", "min_latency", "weighted", "spillover")
+
+
+@dataclass
+class RouteTarget:
+    """One of a rule's `targets`: a bare model name, or {model, weight, max_active}."""
+
+    model: str = _doc("A model name.")
+    weight: float | None = _doc("Share of the requests (strategy weighted; default 1).", default=None)
+    max_active: int | None = _doc("Requests in flight before the next target takes over (strategy "
+                                  "spillover; default: no limit).", default=None)
+
+
 @dataclass
 class RouteConfig:
     name: str = _doc("Unique rule name, reported in X-Laya-Route.")
-    target: str = _doc("The model that serves requests this rule matches.")
+    target: str = _doc("The model that serves requests this rule matches (with `targets`: the "
+                       "first of them).")
     enabled: bool = _doc("Disabled rules are skipped.", default=True)
     match: RouteMatch = _doc("Conditions; empty matches everything (a catch-all).",
                              default_factory=RouteMatch)
     fallback: list[str] = _doc("Models tried in order when the target cannot serve.",
                                default_factory=list)
+    targets: list[RouteTarget] = _doc("Several models to share the rule's requests, chosen by "
+                                      "`strategy` (`target`, when also given, comes first).",
+                                      default_factory=list)
+    strategy: str = _doc("first_available | warm | least_loaded | min_latency | weighted | "
+                         "spillover: how the targets are chosen.", default="first_available")
+
+    def pool(self) -> list[RouteTarget]:
+        """Every target of the rule in list order: `target` first unless `targets` names it."""
+        named = [t.model for t in self.targets]
+        head = [] if self.target in named else [RouteTarget(self.target)]
+        return head + list(self.targets)
 
 
 @dataclass

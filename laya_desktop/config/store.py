@@ -119,8 +119,15 @@ def load_config(path: str | os.PathLike) -> Config:
 
 def _route_to_dict(route: RouteConfig) -> dict[str, Any]:
     match = {k: v for k, v in dataclasses.asdict(route.match).items() if v not in (None, [])}
-    return {"name": route.name, "target": route.target, "enabled": route.enabled,
-            "match": match, "fallback": list(route.fallback)}
+    out = {"name": route.name, "target": route.target, "enabled": route.enabled,
+           "match": match, "fallback": list(route.fallback)}
+    if route.targets:  # `target` stays too (the first one): older readers and the GUI show it
+        out["targets"] = [t.model if t.weight is None and t.max_active is None else
+                          {k: v for k, v in dataclasses.asdict(t).items() if v is not None}
+                          for t in route.targets]
+    if route.strategy != "first_available":
+        out["strategy"] = route.strategy
+    return out
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

@@ -11,13 +11,14 @@ from typing import Any, Callable
 
 from laya_desktop.config.schema import (
     BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
-    RouteMatch, SchedulerConfig, ServerConfig,
+    STRATEGIES, RouteMatch, RouteTarget, SchedulerConfig, ServerConfig,
 )
 
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path")
-ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback")
+ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy")
+TARGET_KEYS = ("model", "weight", "max_active")
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ SERVER_FIELDS = {
     "admin_api_key": _Field("str", nullable=True),
     "max_body_mb": _Field("number", check=_above_zero_up_to(4096)),
     "cors_origins": _Field("str_list", check=_origins),
+    "route_log_size": _Field("int", check=_between(0, 100_000)),
 }
 SCHEDULER_FIELDS = {
     "max_queue": _Field("int", check=_at_least(1)),
@@ -269,12 +271,62 @@ def _route(report: _Report, raw: Any, path: str) -> dict:
             items = [] if value is None else _string_list(report, sub, value)
             if items is not None:
                 values["fallback"] = items
+        elif key == "targets":
+            items = _targets(report, sub, value, raw.get("strategy"))
+            if items is not None:
+                values["targets"] = items
+        elif key == "strategy":
+            if report.value_ok(sub, value, _Field("str", check=_choice("strategy", STRATEGIES))):
+                values[key] = value
         elif report.value_ok(sub, value, _Field("bool" if key == "enabled" else "str")):
             values[key] = value
-    for key in ("name", "target"):
-        if key not in raw:
-            report.add(f"{path}.{key}", "required")
+    if "name" not in raw:
+        report.add(f"{path}.name", "required")
+    if "target" not in raw and "targets" not in raw:
+        report.add(f"{path}.target", "required (or 'targets', a list of models)")
     return values
+
+
+def _targets(report: _Report, path: str, raw: Any, strategy: Any) -> list[dict] | None:
+    """A list of model names or {model, weight, max_active}; weight belongs to the weighted
+    strategy, max_active to spillover (a field that does nothing is an error, not ignored)."""
+    if not isinstance(raw, list) or not raw:
+        report.add(path, f"expected a non-empty list of model names or {{model, weight}}, "
+                         f"got {_show(raw)}")
+        return None
+    items, ok = [], True
+    for i, item in enumerate(raw):
+        sub = f"{path}[{i}]"
+        if isinstance(item, str):
+            ok &= report.value_ok(sub, item, _Field("str"))
+            items.append({"model": item})
+            continue
+        if not report.mapping(sub, item):
+            ok = False
+            continue
+        entry = {}
+        for key, value in item.items():
+            if key not in TARGET_KEYS:
+                report.unknown_key(sub, key, TARGET_KEYS)
+                ok = False
+                continue
+            wants = {"weight": "weighted", "max_active": "spillover"}.get(key)
+            if wants and strategy != wants:
+                report.add(f"{sub}.{key}", f"'{key}' applies to strategy '{wants}' only "
+                                           f"(this rule's strategy: {strategy or 'first_available'})")
+                ok = False
+                continue
+            spec = {"model": _Field("str"), "weight": _Field("number", check=_above_zero_up_to(1e6)),
+                    "max_active": _Field("int", check=_at_least(1))}[key]
+            if report.value_ok(f"{sub}.{key}", value, spec):
+                entry[key] = value
+            else:
+                ok = False
+        if "model" not in item:
+            report.add(f"{sub}.model", "required")
+            ok = False
+        items.append(entry)
+    return items if ok else None
 
 
 def _entries(report: _Report, raw: dict, key: str, read: Callable) -> list[dict]:
@@ -313,6 +365,15 @@ def _check_targets(report: _Report, routes: list[dict], model_names: set[str]) -
         target = route.get("target")
         if target is not None and target not in model_names:
             report.add(f"routes[{i}].target", f"no model named {target!r}")
+        seen = {target} if target is not None else set()
+        for j, entry in enumerate(route.get("targets", [])):
+            name = entry.get("model")
+            if name not in model_names:
+                report.add(f"routes[{i}].targets[{j}]", f"no model named {name!r}")
+            elif name in seen and not (j == 0 and name == target):
+                report.add(f"routes[{i}].targets[{j}]", f"model {name!r} is already a target "
+                                                        "of this rule")
+            seen.add(name)
         for j, name in enumerate(route.get("fallback", [])):
             if name not in model_names:
                 report.add(f"routes[{i}].fallback[{j}]", f"no model named {name!r}")
@@ -332,10 +393,17 @@ def _build(server: dict, models: list[dict], routes: list[dict], scheduler: dict
     return Config(
         server=ServerConfig(**server),
         models=[ModelConfig(**m) for m in models],
-        routes=[RouteConfig(**{**r, "match": RouteMatch(**r.get("match", {}))}) for r in routes],
+        routes=[_route_config(r) for r in routes],
         scheduler=SchedulerConfig(**scheduler),
         memory=MemoryConfig(**memory),
     )
+
+
+def _route_config(values: dict) -> RouteConfig:
+    targets = [RouteTarget(**t) for t in values.get("targets", [])]
+    target = values.get("target") or targets[0].model
+    return RouteConfig(**{**values, "target": target, "targets": targets,
+                          "match": RouteMatch(**values.get("match", {}))})
 
 
 def validate_config(raw: Any) -> tuple[Config | None, list[ConfigError]]:

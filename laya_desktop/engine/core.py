@@ -17,7 +17,9 @@ from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.remote import make_client
 from laya_desktop.engine.response_store import ResponseStore
 from laya_desktop.engine.telemetry_service import TelemetryService
+from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
+from laya_desktop.routing.target_book import TargetBook
 from laya_desktop.telemetry.events import EventLog, RequestLog
 
 log = logging.getLogger("laya.engine")
@@ -40,6 +42,8 @@ class Engine:
         self.requests = RequestLog()
         self.responses = ResponseStore()  # the Responses API's previous_response_id
         self.models = ModelManager(config, self.events)
+        self.targets = TargetBook(is_loaded=self._is_loaded)   # what rule strategies choose by
+        self.route_inputs = RouteInputLog(config.server.route_log_size)  # for the what-if replay
         self.remote = make_client()
         self.started_at = time.time()
         self.telemetry = TelemetryService(self)
@@ -90,12 +94,17 @@ class Engine:
     async def _swap_config(self, config: Config, source: str) -> None:
         self.router = Router(config)
         self.config = config
+        self.route_inputs.resize(config.server.route_log_size)
         to_warm = await self.models.apply_config(config)
         self.events.record("config_applied", reason=f"from {source}")
         # tracked, so that stop() ends it before stop_all() instead of it loading models after
         self._tasks = [t for t in self._tasks if not t.done()]
         if to_warm:
             self._tasks.append(asyncio.ensure_future(self.models.warmup(to_warm)))
+
+    def _is_loaded(self, name: str) -> bool:
+        served = self.models.get(name)
+        return served is not None and served.state in ("ready", "busy", "remote")
 
     def config_dict(self) -> dict:
         return config_to_dict(self.config)

@@ -27,6 +27,7 @@ from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, K
 from laya_desktop.engine.remote import open_remote
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.engine.sse import DisconnectAwareStreamingResponse
+from laya_desktop.routing.target_book import latency_sample
 
 MAX_BODY_BYTES = 32 * 1024 * 1024   # server.max_body_mb's default
 KEEPALIVE_S = 10.0   # a stream with nothing new for this long gets its API's heartbeat
@@ -124,6 +125,7 @@ class RequestRecord:
                        "cached_tokens": None, "ttft_ms": None, "duration_ms": None}
         self.started = time.monotonic()
         self.generation = None
+        self.ticket = None   # the routed model's hold on its in-flight count (TargetBook)
 
     def note_usage(self, usage) -> None:
         self.fields["prompt_tokens"] = usage.prompt_tokens
@@ -136,6 +138,10 @@ class RequestRecord:
         self.fields["duration_ms"] = round((ended - self.started) * 1000, 1)
         if isinstance(self.generation, LocalGeneration):
             self.fields["engine_ms"] = self.generation.engine_overhead_ms(self.started, ended)
+        if self.ticket is not None:
+            f = self.fields
+            self.ticket.end(*latency_sample(status, f["ttft_ms"], f["duration_ms"],
+                                            f["completion_tokens"]))
         engine.record_request(self.fields)
 
 
@@ -152,17 +158,32 @@ class Routed:
         self.rule = decision.rule if decision.rule is not None else "direct"
         record.fields["rule"] = self.rule
         self.headers = {"X-Laya-Route": self.rule, "X-Laya-Route-Us": f"{route_us:.1f}"}
+        self.first = decision.target
+        engine.route_inputs.record(call.path, call.chat, header_tags)
 
     @property
     def candidates(self) -> list[str]:
         return [self.decision.target, *self.decision.fallbacks]
 
+    def choose(self, engine, record: RequestRecord) -> list[str]:
+        """The candidates in the order this request tries them (the rule's strategy on the live
+        figures), holding the first one's in-flight count until the request ends."""
+        order = self.decision.candidates(engine.targets)
+        self.first = order[0]
+        record.ticket = engine.targets.begin(self.first)
+        if self.decision.pool is not None:
+            record.fields["strategy"] = self.decision.pool.strategy
+            self.headers["X-Laya-Strategy"] = self.decision.pool.strategy
+        return order
+
     def served_by(self, name: str, record: RequestRecord) -> None:
         self.headers["X-Laya-Model"] = name
         record.fields["model"] = name
-        if name != self.decision.target:
-            self.headers["X-Laya-Fallback-From"] = self.decision.target
-            record.fields["fallback_from"] = self.decision.target
+        if record.ticket is not None:
+            record.ticket.move(name)
+        if name != self.first:
+            self.headers["X-Laya-Fallback-From"] = self.first
+            record.fields["fallback_from"] = self.first
 
 
 def endpoint(api: Api):
@@ -182,12 +203,17 @@ async def serve(request: Request, api: Api) -> Response:
         call = api.parse(body, request.headers, engine)
         call.path = request.url.path
         routed = Routed(engine, call, request, record)
+        candidates = routed.choose(engine, record)
         gen = await unless_client_leaves(request, lambda: start_generation(
-            engine.models, routed.candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
+            engine.models, candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
             engine.remote, request.headers))
     except ApiError as exc:
         record.finish(engine, exc.status)
         return api.error_response(exc, routed.headers if routed else None)
+    except BaseException:
+        if record.ticket is not None:
+            record.ticket.end()   # an unexpected error: the hold must not outlive the request
+        raise
     if gen is None:  # the client went away while the request waited for a slot or a load
         record.finish(engine, 499)
         return Response(status_code=499)

@@ -56,6 +56,7 @@ def lint(config: Config) -> list[LintWarning]:
         if shadow is not None:
             warnings.append(_shadowed(i, rule, shadow, routes[shadow]))
     warnings += _unknown_models(config)
+    warnings += _strategy_warnings(config)
     warnings += _registered_model_conditions(config)
     warnings += _duplicate_names(routes)
     if not any(r.enabled and r.match.is_empty() for r in routes):
@@ -92,6 +93,37 @@ def _unknown_models(config: Config) -> list[LintWarning]:
             if name not in known:
                 out.append(LintWarning(f"routes[{i}].fallback[{k}]", f"no model named {name!r}",
                                        rule.name))
+        for k, entry in enumerate(rule.targets):
+            if entry.model not in known:
+                out.append(LintWarning(f"routes[{i}].targets[{k}]",
+                                       f"no model named {entry.model!r}", rule.name))
+    return out
+
+
+def _strategy_warnings(config: Config) -> list[LintWarning]:
+    """Strategy settings that do nothing: one target to choose from, a spillover target without a
+    limit before others, a fallback that is already a target."""
+    out = []
+    for i, rule in enumerate(config.routes):
+        pool = rule.pool()
+        models = [t.model for t in pool]
+        if len(pool) < 2 and rule.strategy != "first_available":
+            out.append(LintWarning(f"routes[{i}].strategy", f"strategy {rule.strategy!r} has one "
+                                   "target to choose from: add models to 'targets'", rule.name))
+        if rule.strategy == "spillover":
+            for k, entry in enumerate(pool[:-1]):
+                if entry.max_active is None:
+                    out.append(LintWarning(
+                        f"routes[{i}].targets[{rule.targets.index(entry)}]" if entry in rule.targets
+                        else f"routes[{i}].target",
+                        f"spillover target {entry.model!r} has no max_active: it never fills, so "
+                        f"{', '.join(repr(m) for m in models[k + 1:])} serve only when it fails",
+                        rule.name))
+        for k, name in enumerate(rule.fallback):
+            if len(pool) > 1 and name in models:
+                out.append(LintWarning(f"routes[{i}].fallback[{k}]", f"{name!r} is already a "
+                                       "target of this rule: as a fallback it adds nothing",
+                                       rule.name, level="info"))
     return out
 
 

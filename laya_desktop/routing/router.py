@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from laya_desktop.config.schema import Config, RouteConfig
 from laya_desktop.routing.request import (USER_TEXT_SEPARATOR, RouteRequest, asked_model,
                                           merge_tags, text_parts)
+from laya_desktop.routing.strategy import TargetPool
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class Decision:
     target: str
     fallbacks: tuple[str, ...]
     direct: bool
+    # a rule with several targets: its strategy orders them per request (engine: live figures)
+    pool: TargetPool | None = field(default=None, compare=False)
+
+    def candidates(self, book=None) -> list[str]:
+        """The models to try in order: the strategy's order of the targets, then the fallbacks."""
+        if self.pool is None or book is None:
+            return [self.target, *self.fallbacks]
+        return [*self.pool.order(book), *self.fallbacks]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,8 @@ def explanation_json(explanation: Explanation, decision_us: float) -> dict:
         "target": d.target if d else None,
         "fallbacks": list(d.fallbacks) if d else [],
         "direct": d.direct if d else False,
+        "targets": list(d.pool.models) if d and d.pool else ([d.target] if d else []),
+        "strategy": d.pool.strategy if d and d.pool else "first_available",
         "explanation": [{"rule": c.rule, "matched": c.matched, "reasons": list(c.reasons)}
                         for c in explanation.rules],
         "decision_us": decision_us,
@@ -139,7 +150,7 @@ class Router:
         self.config = config
         self.registered = frozenset(m.name for m in config.models)
         self.rules = [r for r in config.routes if r.enabled]
-        self._decisions = [Decision(r.name, r.target, tuple(r.fallback), False) for r in self.rules]
+        self._decisions = [_rule_decision(r) for r in self.rules]
         self._direct: dict[str, Decision] = {}
         self._compile_conditions()
         self._compile_keywords(scanner, first_tier_keywords)
@@ -290,6 +301,17 @@ class Router:
         checks = tuple(check_rule(rule, req) for rule in self.config.routes)
         note = "" if decision else "no rule matches: the engine answers 404 model_not_found"
         return Explanation(decision, checks, note)
+
+
+def _rule_decision(rule: RouteConfig) -> Decision:
+    pool = rule.pool()
+    if len(pool) < 2:
+        return Decision(rule.name, rule.target, tuple(rule.fallback), False)
+    models = tuple(t.model for t in pool)
+    fallbacks = tuple(f for f in rule.fallback if f not in models)
+    return Decision(rule.name, models[0], fallbacks, False, TargetPool(
+        models, rule.strategy, tuple(1.0 if t.weight is None else float(t.weight) for t in pool),
+        tuple(t.max_active for t in pool)))
 
 
 def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:

@@ -1,0 +1,128 @@
+"""Target strategies: in which order a rule's targets are tried, from the engine's live figures.
+
+A rule with several `targets` names a `strategy`; `order(pool, book)` returns the pool's models in
+the order to try them (the rule's `fallback` list follows). Pure policy: the figures come from a
+TargetBook, which the engine feeds and tests fill by hand.
+
+- first_available: list order (a single `target` with fallbacks is this).
+- warm: loaded targets first, in list order, then the others: a cold load only when no loaded
+  target could serve.
+- least_loaded: fewest requests in flight (queued at the engine or running). Equal loads go to
+  the one chosen least recently, and only never-chosen ones are drawn at random: a pure coin
+  toss splits 100 sequential requests outside 45-55 % about one time in four (sd 5).
+- min_latency: lowest TTFT + LATENCY_TOKENS x time per output token (moving averages); a target
+  without a sample yet goes first, and every PROBE_EVERY-th pick the target sampled longest ago
+  does, so a target that was slow once is measured again.
+- weighted: smooth weighted round robin (nginx): exact shares over every sum-of-weights picks,
+  never a run of one target longer than its weight calls for.
+- spillover: the first target with fewer than its `max_active` requests in flight; all full: the
+  least over its limit first.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from laya_desktop.config.schema import STRATEGIES
+from laya_desktop.routing.target_book import TargetBook
+LATENCY_TOKENS = 50   # a short answer: how TTFT and per-token time weigh against each other
+PROBE_EVERY = 20
+
+
+@dataclass
+class TargetPool:
+    models: tuple[str, ...]
+    strategy: str = "first_available"
+    weights: tuple[float, ...] = ()
+    limits: tuple[int | None, ...] = ()      # spillover's max_active; None: no limit
+    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+    _current: list[float] = field(default_factory=list, compare=False, repr=False)
+    _picks: int = field(default=0, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r} (valid: {', '.join(STRATEGIES)})")
+        if not self.weights:
+            self.weights = (1.0,) * len(self.models)
+        if not self.limits:
+            self.limits = (None,) * len(self.models)
+        self._current = [0.0] * len(self.models)
+
+    def order(self, book: TargetBook) -> list[str]:
+        """The models in the order to try; the first one is noted as picked in the book."""
+        chosen = _ORDERS[self.strategy](self, book)
+        book.picked(chosen[0])
+        return chosen
+
+
+def _first_available(pool: TargetPool, book: TargetBook) -> list[str]:
+    return list(pool.models)
+
+
+def _warm(pool: TargetPool, book: TargetBook) -> list[str]:
+    loaded = book.is_loaded
+    warm = [m for m in pool.models if loaded(m)]
+    if len(warm) == len(pool.models) or not warm:
+        return list(pool.models)
+    return warm + [m for m in pool.models if m not in warm]
+
+
+def _least_loaded(pool: TargetPool, book: TargetBook) -> list[str]:
+    keyed = []
+    for model in pool.models:
+        figures = book.figures.get(model)
+        if figures is None:
+            keyed.append((0, 0, pool.rng.random(), model))
+        else:
+            keyed.append((figures.in_flight, figures.last_pick,
+                          pool.rng.random() if figures.last_pick == 0 else 0.0, model))
+    keyed.sort()
+    return [k[3] for k in keyed]
+
+
+def _min_latency(pool: TargetPool, book: TargetBook) -> list[str]:
+    pool._picks += 1
+    unmeasured, measured = [], []
+    for model in pool.models:
+        figures = book.figures.get(model)
+        if figures is None or figures.samples == 0:
+            unmeasured.append(model)
+        else:
+            score = (figures.ttft_ms or 0.0) + LATENCY_TOKENS * (figures.tpot_ms or 0.0)
+            measured.append((score, figures.sampled_at, model))
+    measured.sort()
+    ranked = unmeasured + [m[2] for m in measured]
+    if not unmeasured and len(measured) > 1 and pool._picks % PROBE_EVERY == 0:
+        stalest = min(measured, key=lambda m: m[1])[2]
+        ranked.remove(stalest)
+        ranked.insert(0, stalest)
+    return ranked
+
+
+def _weighted(pool: TargetPool, book: TargetBook) -> list[str]:
+    current, weights = pool._current, pool.weights
+    best = 0
+    for i, weight in enumerate(weights):
+        current[i] += weight
+        if current[i] > current[best]:
+            best = i
+    current[best] -= sum(weights)
+    rest = sorted((i for i in range(len(weights)) if i != best), key=lambda i: -weights[i])
+    return [pool.models[best]] + [pool.models[i] for i in rest]
+
+
+def _spillover(pool: TargetPool, book: TargetBook) -> list[str]:
+    room, full = [], []
+    for i, model in enumerate(pool.models):
+        limit = pool.limits[i]
+        load = book.in_flight(model)
+        if limit is None or load < limit:
+            room.append(model)
+        else:
+            full.append((load - limit, i, model))
+    full.sort()
+    return room + [f[2] for f in full]
+
+
+_ORDERS = {"first_available": _first_available, "warm": _warm, "least_loaded": _least_loaded,
+           "min_latency": _min_latency, "weighted": _weighted, "spillover": _spillover}
