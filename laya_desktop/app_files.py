@@ -6,6 +6,7 @@ callers show what they can without.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -48,3 +49,12 @@ def _from_metadata(relative: str) -> str | None:
         return distribution("laya-desktop").read_text(f"licenses/{relative}")
     except (PackageNotFoundError, OSError, UnicodeDecodeError):
         return None
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for files derived from installed packages (may not exist yet)."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "laya-desktop"

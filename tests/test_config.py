@@ -148,7 +148,7 @@ ERROR_CASES = [
      "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy)"),
     ({"routes[0].match": ["code"]}, "routes[0].match", "expected a mapping, got ['code']"),
     ({"routes[0].match.colour": "red"}, "routes[0].match.colour",
-     "unknown condition 'colour' (valid: tags, keywords, min_prompt_chars, max_prompt_chars, model, path)"),
+     "unknown condition 'colour' (valid: tags, keywords, min_prompt_chars, max_prompt_chars, model, path, semantic)"),
     ({"routes[0].match.tags": [""]}, "routes[0].match.tags[0]", "expected a non-empty string, got ''"),
     ({"routes[0].match.tags": ""}, "routes[0].match.tags", "expected a non-empty string, got ''"),
     ({"routes[0].match.tags": 5}, "routes[0].match.tags", "expected a string or a list of strings, got 5"),

@@ -80,6 +80,18 @@ class ModelConfig:
 
 
 @dataclass
+class SemanticMatch:
+    """Example prompts for a route: the user text must be near enough to one of them."""
+
+    examples: list[str] = _doc("Prompts this route should take (at least one).", default_factory=list)
+    negatives: list[str] = _doc("Prompts that look alike but belong elsewhere: the condition fails "
+                                "when one of them is nearer than every example.",
+                                default_factory=list)
+    threshold: float = _doc("Cosine similarity (all-MiniLM-L6-v2) to the nearest example needed, "
+                            "between 0 and 1.", default=0.5)
+
+
+@dataclass
 class RouteMatch:
     """All given conditions must hold; a list holds when any of its elements does."""
 
@@ -90,9 +102,11 @@ class RouteMatch:
     model: list[str] = _doc("The model name the client asked for (aliases such as gpt-4o).",
                             default_factory=list)
     path: list[str] = _doc("The request path exactly, e.g. /v1/completions.", default_factory=list)
+    semantic: SemanticMatch | None = _doc("The user text is close to example prompts "
+                                          "({examples, negatives, threshold}).", default=None)
 
     def is_empty(self) -> bool:
-        return not (self.tags or self.keywords or self.model or self.path
+        return not (self.tags or self.keywords or self.model or self.path or self.semantic
                     or self.min_prompt_chars is not None or self.max_prompt_chars is not None)
 
 

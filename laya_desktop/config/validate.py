@@ -11,12 +11,13 @@ from typing import Any, Callable
 
 from laya_desktop.config.schema import (
     BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
-    STRATEGIES, RouteMatch, RouteTarget, SchedulerConfig, ServerConfig,
+    STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig, ServerConfig,
 )
 
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
-MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path")
+MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
+SEMANTIC_KEYS = ("examples", "negatives", "threshold")
 ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy")
 TARGET_KEYS = ("model", "weight", "max_active")
 
@@ -248,6 +249,10 @@ def _match(report: _Report, raw: Any, path: str) -> dict:
             items = [] if value is None else _string_list(report, sub, value)
             if items is not None:
                 values[key] = items
+        elif key == "semantic":
+            semantic = _semantic(report, value, sub)
+            if semantic is not None:
+                values[key] = semantic
         elif report.value_ok(sub, value, _Field("int", nullable=True, check=_at_least(0))):
             values[key] = value
     low, high = values.get("min_prompt_chars"), values.get("max_prompt_chars")
@@ -255,6 +260,36 @@ def _match(report: _Report, raw: Any, path: str) -> dict:
         report.add(f"{path}.min_prompt_chars",
                    f"greater than max_prompt_chars ({low} > {high}): the rule can never match")
     return values
+
+
+def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
+    if raw is None or not report.mapping(path, raw):
+        return None
+    values: dict[str, Any] = {}
+    ok = True
+    for key, value in raw.items():
+        sub = f"{path}.{key}"
+        if key not in SEMANTIC_KEYS:
+            report.unknown_key(path, key, SEMANTIC_KEYS)
+            ok = False
+        elif key == "threshold":
+            ok = report.value_ok(sub, value, _Field("number", check=_between(0, 1))) and ok
+            values[key] = value
+        else:
+            items = [] if value is None else _string_list(report, sub, value)
+            ok = items is not None and ok
+            values[key] = items
+    if "examples" not in raw:
+        report.add(f"{path}.examples", "required (a non-empty list of example prompts)")
+        ok = False
+    elif values.get("examples") == []:
+        report.add(f"{path}.examples", "must not be empty: the condition needs an example prompt")
+        ok = False
+    if not ok:
+        return None
+    if "threshold" in values:
+        values["threshold"] = float(values["threshold"])
+    return SemanticMatch(**values)
 
 
 def _route(report: _Report, raw: Any, path: str) -> dict:

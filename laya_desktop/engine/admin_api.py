@@ -60,11 +60,15 @@ async def explain_route(request: Request) -> Response:
         raise errors.bad_request("'path' must be a string such as '/v1/chat/completions'", "invalid_path")
     header_tags = request.headers.get("x-laya-tags")
     router = engine.router
+    embedded_before = router.semantic.embedded  # texts embedded by requests so far, not by this
     started = time.perf_counter_ns()
     router.decide_body(path, body, header_tags)
     decision_us = (time.perf_counter_ns() - started) / 1000
     explanation = router.explain(extract(path, body, header_tags))
-    return JSONResponse(explanation_json(explanation, round(decision_us, 2)))
+    answer = explanation_json(explanation, round(decision_us, 2))
+    if router.semantic.mask:
+        answer["semantic_texts_embedded"] = embedded_before
+    return JSONResponse(answer)
 
 
 def model_summary(served) -> dict:

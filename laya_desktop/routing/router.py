@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from laya_desktop.config.schema import Config, RouteConfig
 from laya_desktop.routing.request import (USER_TEXT_SEPARATOR, RouteRequest, asked_model,
                                           merge_tags, text_parts)
+from laya_desktop.routing.semantic import SemanticRules, SemanticScore
 from laya_desktop.routing.strategy import TargetPool
 
 
@@ -45,6 +46,7 @@ class RuleCheck:
     rule: str
     matched: bool
     reasons: tuple[str, ...]
+    semantic: SemanticScore | None = None  # the score, when the rule has a semantic condition
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,16 @@ def explanation_json(explanation: Explanation, decision_us: float) -> dict:
         "direct": d.direct if d else False,
         "targets": list(d.pool.models) if d and d.pool else ([d.target] if d else []),
         "strategy": d.pool.strategy if d and d.pool else "first_available",
-        "explanation": [{"rule": c.rule, "matched": c.matched, "reasons": list(c.reasons)}
-                        for c in explanation.rules],
+        "explanation": [_check_json(c) for c in explanation.rules],
         "decision_us": decision_us,
     }
+
+
+def _check_json(check: RuleCheck) -> dict:
+    out = {"rule": check.rule, "matched": check.matched, "reasons": list(check.reasons)}
+    if check.semantic is not None:
+        out["semantic"] = check.semantic.as_json()
+    return out
 
 
 def _collect(pattern: int, start: int, end: int, flags: int, hits: list) -> None:
@@ -141,6 +149,14 @@ class _Tier:
     users: int  # rules having any keyword of this tier
     resolved: int  # rules whose keywords all lie in this tier or earlier ones
 
+    def rules_found(self, data: bytes) -> int:
+        """The rules having a keyword of this tier that occurs in `data`."""
+        masks, found = self.pattern_rules, 0
+        for pattern in self.scanner.scan(data):
+            found |= masks[pattern]
+        return found
+
+
 
 class Router:
     def __init__(self, config: Config, *, scanner: str | None = None,
@@ -154,7 +170,8 @@ class Router:
         self._direct: dict[str, Decision] = {}
         self._compile_conditions()
         self._compile_keywords(scanner, first_tier_keywords)
-        self._reads_text = bool(self._tiers or self._mins or self._maxs)
+        self.semantic = SemanticRules(self.rules)  # embeds the examples now, once per config
+        self._reads_text = bool(self._tiers or self._mins or self._maxs or self.semantic.mask)
 
     # --- compile -------------------------------------------------------------------------
 
@@ -233,16 +250,16 @@ class Router:
         if registered and model is not None:
             return self._direct_to(model)
         if not self._reads_text:  # no length or keyword condition: the text cannot matter
-            return self._select(path, model, merge_tags(body, header_tags), 0, bytes)
+            return self._select(path, model, merge_tags(body, header_tags), 0, str)
         user_parts, chars = text_parts(body)
         return self._select(path, model, merge_tags(body, header_tags), chars,
-                            lambda: _encode(USER_TEXT_SEPARATOR.join(user_parts).lower()))
+                            lambda: USER_TEXT_SEPARATOR.join(user_parts).lower())
 
     def decide(self, req: RouteRequest) -> Decision | None:
         if req.model is not None and req.model in self.registered:
             return self._direct_to(req.model)
         return self._select(req.path, req.model, req.tags, req.prompt_chars,
-                            lambda: _encode(req.user_text_lower))
+                            lambda: req.user_text_lower)
 
     def _direct_to(self, model: str) -> Decision:
         decision = self._direct.get(model)
@@ -250,7 +267,7 @@ class Router:
             decision = self._direct[model] = Decision(None, model, (), True)
         return decision
 
-    def _select(self, path, model, tags, chars, user_bytes) -> Decision | None:
+    def _select(self, path, model, tags, chars, user_text) -> Decision | None:
         candidates = self._tag_free
         for tag in tags:
             candidates |= self._tag_masks.get(tag, 0)
@@ -266,8 +283,42 @@ class Router:
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
         if needed:
-            winner = self._scan(needed, user_bytes()) or winner
+            winner = self._scan(needed, _encode(user_text())) or winner
+        if winner & self.semantic.mask:  # a semantic condition may still fail: judge from here
+            return self._select_semantic(candidates, winner, user_text)
         return self._decisions[winner.bit_length() - 1] if winner else None
+
+    def _select_semantic(self, candidates: int, first: int, user_text) -> Decision | None:
+        """From `first`, a semantic rule whose other conditions hold, on in rule order.
+
+        Everything before `first` has failed already. From here on each remaining candidate is
+        judged: keywords (all tiers scanned once), then the semantic score, the text embedded on
+        the first semantic rule only and reused for the rest.
+        """
+        text = user_text()
+        remaining = candidates & ~(first - 1)
+        keyword_rules = remaining & self._keyword_rules
+        found = self._keyword_hits(keyword_rules, _encode(text)) if keyword_rules else 0
+        remaining &= ~keyword_rules | found
+        vector = None
+        while remaining:
+            bit = remaining & -remaining
+            remaining ^= bit
+            if bit & self.semantic.mask:
+                if vector is None:
+                    vector = self.semantic.embed(text)
+                if not self.semantic.holds(bit.bit_length() - 1, vector):
+                    continue
+            return self._decisions[bit.bit_length() - 1]
+        return None
+
+    def _keyword_hits(self, needed: int, data: bytes) -> int:
+        """Every rule of `needed` whose keyword condition holds (all tiers that have its words)."""
+        satisfied = 0
+        for tier in self._tiers:
+            if needed & tier.users:
+                satisfied |= tier.rules_found(data)
+        return satisfied & needed
 
     def _scan(self, needed: int, data: bytes) -> int:
         """The lowest bit of `needed` whose keyword condition holds, or 0.
@@ -278,9 +329,7 @@ class Router:
         satisfied = 0
         for tier in self._tiers:
             if needed & tier.users:
-                masks = tier.pattern_rules
-                for pattern in tier.scanner.scan(data):
-                    satisfied |= masks[pattern]
+                satisfied |= tier.rules_found(data)
             hit = satisfied & needed
             if hit:
                 lowest = hit & -hit
@@ -298,7 +347,7 @@ class Router:
         if decision is not None and decision.direct:
             return Explanation(decision, (), f"model {req.model!r} is registered: served directly, "
                                              "rules not consulted")
-        checks = tuple(check_rule(rule, req) for rule in self.config.routes)
+        checks = tuple(check_rule(rule, req, self.semantic) for rule in self.config.routes)
         note = "" if decision else "no rule matches: the engine answers 404 model_not_found"
         return Explanation(decision, checks, note)
 
@@ -314,8 +363,11 @@ def _rule_decision(rule: RouteConfig) -> Decision:
         tuple(t.max_active for t in pool)))
 
 
-def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:
-    """Judge one rule on its own, with a reason for each condition (the reference semantics)."""
+def check_rule(rule: RouteConfig, req: RouteRequest, semantic: SemanticRules | None = None) -> RuleCheck:
+    """Judge one rule on its own, with a reason for each condition (the reference semantics).
+
+    `semantic` (the router's `.semantic`) scores a semantic condition; without it the condition
+    is reported unjudged and counts as holding."""
     if not rule.enabled:
         return RuleCheck(rule.name, False, ("disabled",))
     m = rule.match
@@ -347,9 +399,17 @@ def check_rule(rule: RouteConfig, req: RouteRequest) -> RuleCheck:
     if m.path:
         judge(req.path in m.path, f"path {req.path!r} in {_show(m.path)}",
               f"path {req.path!r} not in {_show(m.path)}")
+    scored = None
+    if m.semantic is not None:
+        scored = semantic.score(rule.name, req.user_text_lower) if semantic is not None else None
+        if scored is None:
+            held.append("semantic condition not scored here")
+        else:
+            judge(scored.holds, scored.reason(), scored.reason())
     if failed:
-        return RuleCheck(rule.name, False, tuple(failed))
-    return RuleCheck(rule.name, True, tuple(held) or ("no conditions (catch-all)",))
+        return RuleCheck(rule.name, False, tuple(failed), scored)
+    return RuleCheck(rule.name, True, tuple(held) or ("no conditions (catch-all)",), scored)
+
 
 
 def _show(items) -> str:

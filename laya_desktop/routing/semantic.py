@@ -1,0 +1,173 @@
+"""The `semantic` match condition: is the user text close enough to a rule's example prompts?
+
+Score = the cosine similarity of the text to its nearest positive example. The condition holds
+when the score reaches the rule's threshold and no negative example is nearer than that positive
+one (negatives carve out prompts that look like the route but are not). Example embeddings are
+computed once per config apply; a request's text is embedded at most once, only when the router
+reaches the first semantic rule whose other conditions hold, and kept in a bounded LRU keyed by a
+hash of the text, so a client repeating a prompt (retries, agents re-sending a chat) pays once.
+
+The encoder is loaded lazily and shared by every config applied in the process: a config without
+semantic rules never imports numpy's model code, reads the weights or starts the tokenizer.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from laya_desktop.config.schema import SemanticMatch
+from laya_desktop.routing.request import USER_TEXT_SEPARATOR
+
+CACHE_SIZE = 4096  # embedded texts kept: 4096 x 384 floats = 6 MiB
+
+
+class Encoder(Protocol):
+    encoded: int
+
+    def encode(self, text: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class SemanticScore:
+    score: float  # cosine to the nearest positive example
+    nearest: str  # that example
+    negative_score: float | None  # cosine to the nearest negative example, if there are any
+    nearest_negative: str | None
+    threshold: float
+
+    @property
+    def holds(self) -> bool:
+        beaten = self.negative_score is not None and self.negative_score > self.score
+        return self.score >= self.threshold and not beaten
+
+    def as_json(self) -> dict:
+        return {"score": round(self.score, 4), "nearest_example": self.nearest,
+                "threshold": self.threshold, "holds": self.holds,
+                "negative_score": None if self.negative_score is None else round(self.negative_score, 4),
+                "nearest_negative": self.nearest_negative}
+
+    def reason(self) -> str:
+        text = f"semantic score {self.score:.3f} (nearest example {self.nearest!r})"
+        if self.holds:
+            return f"{text} >= threshold {self.threshold:.2f}"
+        if self.score < self.threshold:
+            return f"{text} < threshold {self.threshold:.2f}"
+        return (f"{text}, but negative {self.nearest_negative!r} is nearer "
+                f"({self.negative_score:.3f})")
+
+
+class TextEmbeddings:
+    """text -> unit vector through a bounded LRU keyed by the text's hash."""
+
+    def __init__(self, encoder: Encoder, size: int = CACHE_SIZE):
+        self.encoder = encoder
+        self._size = size
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> np.ndarray:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        vector = self.encoder.encode(text)
+        with self._lock:
+            self._cache[key] = vector
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return vector
+
+    def many(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self(t) for t in texts])
+
+
+class SemanticRule:
+    """One rule's examples, embedded once."""
+
+    def __init__(self, match: SemanticMatch, embed: TextEmbeddings):
+        self.match = match
+        self.examples = list(match.examples)
+        self.negatives = list(match.negatives)
+        self._positive = embed.many(self.examples)
+        self._negative = embed.many(self.negatives)
+
+    def score(self, vector: np.ndarray) -> SemanticScore:
+        sims = self._positive @ vector
+        best = int(np.argmax(sims))
+        neg_score = nearest_negative = None
+        if len(self.negatives):
+            neg = self._negative @ vector
+            j = int(np.argmax(neg))
+            neg_score, nearest_negative = float(neg[j]), self.negatives[j]
+        return SemanticScore(float(sims[best]), self.examples[best], neg_score, nearest_negative,
+                             self.match.threshold)
+
+
+def semantic_text(user_text_lower: str) -> str:
+    """What is embedded: the user messages joined by newlines (the encoder keeps the end).
+
+    The router joins messages with NUL, which BERT's normaliser deletes: "a\0b" would read "ab"."""
+    return user_text_lower.replace(USER_TEXT_SEPARATOR, "\n")
+
+
+class SemanticRules:
+    """The semantic conditions of a router's enabled rules, by rule index (bit)."""
+
+    def __init__(self, rules, embeddings: TextEmbeddings | None = None):
+        self.mask = 0
+        self._by_index: dict[int, SemanticRule] = {}
+        self._by_name: dict[str, SemanticRule] = {}
+        self._embeddings = embeddings
+        for index, rule in enumerate(rules):
+            if rule.match.semantic is None:
+                continue
+            self.mask |= 1 << index
+            scored = SemanticRule(rule.match.semantic, self.embeddings)
+            self._by_index[index] = self._by_name[rule.name] = scored
+
+    @property
+    def embeddings(self) -> TextEmbeddings:
+        if self._embeddings is None:
+            self._embeddings = shared_embeddings()
+        return self._embeddings
+
+    @property
+    def embedded(self) -> int:
+        """Texts run through the model in this process so far (cache misses)."""
+        return self.embeddings.encoder.encoded if self._embeddings is not None else 0
+
+    def embed(self, user_text_lower: str) -> np.ndarray:
+        return self.embeddings(semantic_text(user_text_lower))
+
+    def holds(self, index: int, vector: np.ndarray) -> bool:
+        return self._by_index[index].score(vector).holds
+
+    def score(self, rule_name: str, user_text_lower: str) -> SemanticScore | None:
+        """For explanations: the named rule's score, or None when it has no semantic condition."""
+        scored = self._by_name.get(rule_name)
+        return scored.score(self.embed(user_text_lower)) if scored is not None else None
+
+
+_shared: list[TextEmbeddings] = []
+_shared_lock = threading.Lock()
+
+
+def shared_embeddings() -> TextEmbeddings:
+    """The process's one encoder and text cache, made on first use: configs applied one after the
+    other reuse the model and the embeddings of examples they have in common."""
+    with _shared_lock:
+        if not _shared:
+            from laya_desktop.routing.minilm import MiniLM
+            from laya_desktop.routing.minilm_files import model_files
+
+            _shared.append(TextEmbeddings(MiniLM(model_files())))  # ~0.1 s, 90 MB mapped
+        return _shared[0]

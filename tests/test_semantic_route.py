@@ -1,0 +1,143 @@
+"""The `semantic` match condition: config validation, the router with the real MiniLM, and a real
+engine that embeds only when a request reaches a semantic rule."""
+from __future__ import annotations
+
+import pytest
+
+from laya_desktop.config.validate import validate_config
+from laya_desktop.routing.request import extract
+from laya_desktop.routing.router import Router, explanation_json
+
+CHAT = "/v1/chat/completions"
+CODE_EXAMPLES = ["write a python function that parses a csv file", "fix the bug in my javascript code",
+                 "why does my rust program panic with index out of bounds"]
+
+
+def raw_config(target="a", models=None) -> dict:
+    return {
+        "models": models or [{"name": "a", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"}],
+        "routes": [
+            {"name": "urgent", "target": target, "match": {"keywords": ["urgent"]}},
+            {"name": "code", "target": target, "match": {"semantic": {
+                "examples": CODE_EXAMPLES, "negatives": ["write a poem about the ocean"],
+                "threshold": 0.35}}},
+            {"name": "default", "target": target},
+        ],
+    }
+
+
+def chat(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+@pytest.mark.parametrize("semantic, path, message", [
+    ({"examples": ["x"], "threshold": 1.5}, "routes[1].match.semantic.threshold",
+     "must be between 0 and 1, got 1.5"),
+    ({"examples": ["x"], "threshold": "high"}, "routes[1].match.semantic.threshold",
+     "expected a number, got 'high'"),
+    ({"threshold": 0.5}, "routes[1].match.semantic.examples", "required"),
+    ({"examples": []}, "routes[1].match.semantic.examples", "must not be empty"),
+    ({"examples": ["ok", ""]}, "routes[1].match.semantic.examples[1]", "expected a non-empty string"),
+    ({"examples": ["ok"], "negatives": 3}, "routes[1].match.semantic.negatives",
+     "expected a string or a list of strings"),
+    ({"examples": ["ok"], "cutoff": 0.2}, "routes[1].match.semantic.cutoff", "unknown key 'cutoff'"),
+    ("ok", "routes[1].match.semantic", "expected a mapping"),
+])
+def test_semantic_config_errors_name_their_path(semantic, path, message):
+    raw = raw_config()
+    raw["routes"][1]["match"]["semantic"] = semantic
+    config, errors = validate_config(raw)
+    assert config is None
+    assert [e.path for e in errors] == [path]
+    assert message in errors[0].message
+
+
+def test_semantic_config_parses_with_defaults():
+    raw = raw_config()
+    raw["routes"][1]["match"]["semantic"] = {"examples": "just one example"}
+    config, errors = validate_config(raw)
+    assert errors == []
+    semantic = config.routes[1].match.semantic
+    assert (semantic.examples, semantic.negatives, semantic.threshold) == (["just one example"], [], 0.5)
+    assert not config.routes[1].match.is_empty()
+
+
+@pytest.fixture(scope="module")
+def router() -> Router:
+    config, errors = validate_config(raw_config())
+    assert errors == []
+    return Router(config)
+
+
+def test_semantic_rule_routes_close_prompts_and_lets_others_through(router):
+    assert router.decide_body(CHAT, chat("Please help me debug this Python script, it crashes"),
+                              None).rule == "code"
+    assert router.decide_body(CHAT, chat("What should I cook for dinner tonight?"), None).rule == "default"
+    # near the route's examples in words, nearer to the negative: not code
+    assert router.decide_body(CHAT, chat("write a short poem about the sea"), None).rule == "default"
+
+
+def test_earlier_keyword_rule_decides_without_embedding(router):
+    before = router.semantic.embedded
+    assert router.decide_body(CHAT, chat("URGENT: the server is down"), None).rule == "urgent"
+    assert router.semantic.embedded == before
+
+
+def test_text_is_embedded_once_then_cached(router):
+    body = chat("my rust program panics with an index out of bounds error")
+    before = router.semantic.embedded
+    first = router.decide_body(CHAT, body, None)
+    second = router.decide_body(CHAT, body, None)
+    assert first.rule == second.rule == "code"
+    assert router.semantic.embedded == before + 1
+
+
+def test_multi_turn_user_text_is_embedded_as_separate_lines(router):
+    body = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                         {"role": "user", "content": "my javascript function returns undefined"}]}
+    assert router.decide_body(CHAT, body, None).rule == "code"
+
+
+def test_explanation_shows_score_and_nearest_example(router):
+    body = chat("fix the bug in my javascript code please")
+    out = explanation_json(router.explain(extract(CHAT, body, None)), 1.0)
+    code = next(r for r in out["explanation"] if r["rule"] == "code")
+    assert code["matched"] is True
+    assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
+    assert code["semantic"]["score"] > 0.9
+    assert code["semantic"]["threshold"] == 0.35
+    assert "nearest example 'fix the bug in my javascript code'" in code["reasons"][0]
+
+
+def test_config_without_semantic_rules_never_loads_the_model():
+    config, _ = validate_config({"models": raw_config()["models"],
+                                 "routes": [{"name": "default", "target": "a"}]})
+    router = Router(config)
+    assert router.semantic.mask == 0
+    assert router.semantic._embeddings is None
+
+
+def test_engine_routes_by_semantic_rule_and_keyword_requests_do_not_embed(tiny_gguf, tmp_path):
+    from engine_harness import running_engine
+
+    model = {"name": "tiny", "backend": "llama_cpp", "path": str(tiny_gguf), "n_ctx": 256,
+             "parallel": 1, "idle_ttl_s": 0}
+    with running_engine(raw_config("tiny", [model]), tmp_path) as eng, eng.client() as c:
+        def embedded() -> int:
+            r = c.post("/admin/route/explain", json=chat("x"))
+            assert r.status_code == 200
+            return r.json()["semantic_texts_embedded"]
+
+        at_start = embedded()  # the examples and negatives, embedded when the config applied
+        assert at_start == len(CODE_EXAMPLES) + 1
+        r = c.post("/v1/chat/completions", json={**chat("urgent: reply now"), "max_tokens": 2})
+        assert r.status_code == 200 and r.headers["x-laya-route"] == "urgent"
+        assert embedded() == at_start + 1  # only the explain call's own "x"
+        r = c.post("/v1/chat/completions", json={
+            **chat("my python function throws a KeyError, can you fix it?"), "max_tokens": 2})
+        assert r.status_code == 200 and r.headers["x-laya-route"] == "code"
+        assert embedded() == at_start + 2
+        explained = c.post("/admin/route/explain", json=chat("fix the bug in my javascript code"))
+        code = next(x for x in explained.json()["explanation"] if x["rule"] == "code")
+        assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
+        assert explained.json()["rule"] == "code"
