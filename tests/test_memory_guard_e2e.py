@@ -245,6 +245,10 @@ def test_admission_unloads_idle_lru_model_to_make_room(gemma_path, tmp_path):
         assert events.index(("model_unloaded", "first")) < events.index(("model_loaded", "second"))
         unloaded = [e for e in _events(c, seq) if e["kind"] == "model_unloaded"][0]
         assert unloaded["reason"] == "making room for second"
+        assert unloaded["guard_action"] == "evict"
+        guard = [s for f in text_string_to_metric_families(c.get("/metrics").text)
+                 for s in f.samples if s.name == "laya_guard_actions_total"]
+        assert [(s.labels, s.value) for s in guard] == [({"action": "evict", "model": "first"}, 1)]
         assert first_pid not in eng.runner_pids()
         state = {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}
         assert state == {"first": "unloaded", "second": "ready"}

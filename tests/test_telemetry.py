@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from laya_desktop.telemetry import system_sampler
 from laya_desktop.telemetry.events import EVENT_KINDS, REQUEST_FIELDS, EventLog, RequestLog
 from laya_desktop.telemetry.gpu import GpuSampler
-from laya_desktop.telemetry.prometheus import escape_label, render_metrics
+from laya_desktop.telemetry.prometheus import EngineMetrics
 from laya_desktop.telemetry.ring import DEFAULT_CAPACITY, SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
 
@@ -219,20 +219,41 @@ MODELS = {
                    "kv_bytes": 120 * 18432, "requests_active": 2, "requests_queued": 1, "tokens_per_s": 55.5},
     'we"ird\\name\n': {"state": "stopped"},
 }
-COUNTERS = {"requests": {("chat", "gemma-270m", 200): 40, ("messages", "gemma-270m", 503): 2,
-                         ("chat", "", 404): 1},
-            "events": {"model_loaded": 1, "emergency_unload": 1}}
+REQUESTS = [
+    *[{"api": "chat", "rule": "code", "model": "gemma-270m", "status": 200, "prompt_tokens": 10,
+       "cached_tokens": 4, "completion_tokens": 3, "ttft_ms": 40.0, "duration_ms": 300.0}] * 40,
+    *[{"api": "messages", "rule": "default", "model": "gemma-270m", "fallback_from": "big",
+       "status": 503, "duration_ms": 5.0}] * 2,
+    {"api": "chat", "rule": None, "model": None, "status": 404, "duration_ms": 1.0},
+]
+EVENTS = [{"kind": "model_loaded", "model": "gemma-270m"},
+          {"kind": "emergency_unload", "model": "gemma-270m"},
+          {"kind": "model_unloaded", "model": "big", "guard_action": "evict"}]
 
 
 def _families(text):
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
+def _metrics(sample, models, requests=(), events=()) -> str:
+    metrics = EngineMetrics(live=lambda: (sample, models))
+    for entry in requests:
+        metrics.observe_request(entry)
+    for event in events:
+        metrics.observe_event(event)
+    return metrics.render().decode()
+
+
+def _by(family, sample_name, *labels):
+    return {tuple(s.labels[k] for k in labels): s.value for s in family.samples
+            if s.name == sample_name}
+
+
 def test_metrics_parse_and_carry_values():
-    text = render_metrics(SAMPLE, MODELS, COUNTERS)
+    text = _metrics(SAMPLE, MODELS, REQUESTS, EVENTS)
     fams = _families(text)
     assert fams["laya_ram_available_bytes"].samples[0].value == 9 << 30
-    assert fams["laya_cpu_percent"].samples[0].value == 37.5
+    assert fams["laya_cpu_usage_ratio"].samples[0].value == 0.375
     assert fams["laya_gpu_memory_used_bytes"].samples[0].labels == {"gpu": "0"}
     loaded = {s.labels["model"]: s.value for s in fams["laya_model_loaded"].samples}
     assert loaded == {"gemma-270m": 1.0, 'we"ird\\name\n': 0.0}  # escaping round-trips
@@ -240,11 +261,27 @@ def test_metrics_parse_and_carry_values():
     assert fams["laya_model_tokens_per_second"].samples[0].value == 55.5
     reqs = fams["laya_requests"]
     assert reqs.type == "counter"
-    by_label = {(s.labels["api"], s.labels["model"], s.labels["status"]): s.value for s in reqs.samples
-                if s.name == "laya_requests_total"}
-    assert by_label[("messages", "gemma-270m", "503")] == 2 and by_label[("chat", "", "404")] == 1
-    events = {s.labels["kind"]: s.value for s in fams["laya_events"].samples if s.name == "laya_events_total"}
-    assert events == {"model_loaded": 1, "emergency_unload": 1}
+    by_label = _by(reqs, "laya_requests_total", "api", "rule", "model", "status")
+    assert by_label == {("chat", "code", "gemma-270m", "200"): 40,
+                        ("messages", "default", "gemma-270m", "503"): 2, ("chat", "", "", "404"): 1}
+    assert _by(fams["laya_request_fallbacks"], "laya_request_fallbacks_total",
+               "rule", "target", "model") == {("default", "big", "gemma-270m"): 2}
+    for family, total in (("laya_prompt_tokens", 400), ("laya_prompt_cached_tokens", 160),
+                          ("laya_completion_tokens", 120)):
+        assert _by(fams[family], family + "_total", "model") == {("gemma-270m",): total}
+    ttft = fams["laya_time_to_first_token_seconds"]
+    assert ttft.type == "histogram"
+    assert _by(ttft, "laya_time_to_first_token_seconds_count", "model") == {("gemma-270m",): 40}
+    buckets = {s.labels["le"]: s.value for s in ttft.samples if s.name.endswith("_bucket")}
+    assert buckets["0.025"] == 0 and buckets["0.05"] == 40  # 40 ms
+    duration = _by(fams["laya_request_duration_seconds"], "laya_request_duration_seconds_sum",
+                   "api", "model")
+    assert duration[("chat", "gemma-270m")] == pytest.approx(12.0)
+    assert duration[("messages", "gemma-270m")] == pytest.approx(0.01)
+    events = _by(fams["laya_events"], "laya_events_total", "kind")
+    assert events == {("model_loaded",): 1, ("emergency_unload",): 1, ("model_unloaded",): 1}
+    assert _by(fams["laya_guard_actions"], "laya_guard_actions_total", "action", "model") == {
+        ("emergency_unload", "gemma-270m"): 1, ("evict", "big"): 1}
     for name in ("laya_ram_used_bytes", "laya_swap_used_bytes", "laya_model_rss_bytes",
                  "laya_model_kv_used_tokens", "laya_model_kv_bytes", "laya_model_requests_active",
                  "laya_model_requests_queued"):
@@ -253,15 +290,14 @@ def test_metrics_parse_and_carry_values():
 
 
 def test_metrics_before_the_first_sample():
-    text = render_metrics(None, {}, {})
-    assert list(text_string_to_metric_families(text)) == []
-    text = render_metrics(None, {"m": {"loaded": False}}, {"events": {"config_applied": 1}})
-    fams = _families(text)
-    assert set(fams) == {"laya_model_loaded", "laya_events"}
+    """Nothing known is nothing reported: no gauge sample, and counters without a single series."""
+    assert [f.name for f in _families(_metrics(None, {})).values() if f.samples] == []
+    fams = _families(_metrics(None, {"m": {"loaded": False}}, events=[{"kind": "config_applied"}]))
+    assert {name for name, f in fams.items() if f.samples} == {"laya_model_loaded", "laya_events"}
 
 
-@pytest.mark.parametrize("raw, escaped", [
-    ("plain", "plain"), ('a"b', 'a\\"b'), ("a\\b", "a\\\\b"), ("a\nb", "a\\nb"),
-])
-def test_escape_label(raw, escaped):
-    assert escape_label(raw) == escaped
+def test_each_engine_has_its_own_registry():
+    first, second = EngineMetrics(), EngineMetrics()
+    first.observe_request(REQUESTS[0])
+    assert "laya_requests_total{" in first.render().decode()
+    assert "laya_requests_total{" not in second.render().decode()

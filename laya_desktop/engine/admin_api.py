@@ -142,6 +142,21 @@ async def events(request: Request) -> Response:
     return JSONResponse({"seq": seq, "events": items})
 
 
+def _request_filters(request: Request) -> dict:
+    """?rule=, ?model=, ?status= (each optional, exact match); `seq` still names the newest entry."""
+    wanted = {key: request.query_params[key] for key in ("rule", "model") if key in request.query_params}
+    raw = request.query_params.get("status")
+    if raw is not None:
+        if not raw.isdigit():
+            raise errors.bad_request(f"'status' must be an HTTP status such as 200, got {raw!r}",
+                                     "invalid_status")
+        wanted["status"] = int(raw)
+    return wanted
+
+
 async def requests_log(request: Request) -> Response:
+    wanted = _request_filters(request)
     seq, items = _engine(request).requests.since(_since(request))
+    if wanted:
+        items = [i for i in items if all(i.get(k) == v for k, v in wanted.items())]
     return JSONResponse({"seq": seq, "requests": items})

@@ -21,6 +21,7 @@ from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.target_book import TargetBook
 from laya_desktop.telemetry.events import EventLog, RequestLog
+from laya_desktop.telemetry.prometheus import EngineMetrics
 
 log = logging.getLogger("laya.engine")
 
@@ -40,6 +41,8 @@ class Engine:
         self.router = Router(config)
         self.events = EventLog()
         self.requests = RequestLog()
+        self.metrics = EngineMetrics(live=self._live_figures)
+        self.events.add_listener(self.metrics.observe_event)
         self.responses = ResponseStore()  # the Responses API's previous_response_id
         self.models = ModelManager(config, self.events)
         self.targets = TargetBook(is_loaded=self._is_loaded)   # what rule strategies choose by
@@ -52,7 +55,6 @@ class Engine:
         self._apply_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._config_stamp = self._stamp()
-        self.request_counts: dict[tuple[str, str, int], int] = {}  # (api, model, status) -> n
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -144,6 +146,14 @@ class Engine:
 
     # -- request log -------------------------------------------------------------------------
     def record_request(self, fields: dict) -> None:
-        key = (fields.get("api") or "", fields.get("model") or "", int(fields.get("status") or 0))
-        self.request_counts[key] = self.request_counts.get(key, 0) + 1
-        self.requests.record(**fields)
+        self.metrics.observe_request(self.requests.record(**fields))
+
+    def _live_figures(self) -> tuple[dict | None, dict]:
+        """What /metrics' gauges read: the latest sample's figures, with each model's state and
+        request counts as they are now (a sample may be up to a sampling period old)."""
+        latest = self.telemetry.samples.latest()
+        sampled = (latest or {}).get("models", {})
+        models = {served.name: {**(sampled.get(served.name) or {}), "state": served.state,
+                                "active": served.active, "queued": served.queue.queued}
+                  for served in self.models.models.values()}
+        return latest, models

@@ -155,7 +155,8 @@ class MemoryGuard:
             models = sample.get("models", {})
             freed = sum((models.get(name) or {}).get("private") or 0 for name in plan.evict)
             for name in plan.evict:
-                await self.engine.models.unload(name, reason=f"making room for {served.name}")
+                await self.engine.models.unload(name, reason=f"making room for {served.name}",
+                                                guard_action="evict")
             await self._wait_memory_back(before, freed)
 
     @staticmethod

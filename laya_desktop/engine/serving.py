@@ -28,6 +28,7 @@ from laya_desktop.engine.remote import open_remote
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.engine.sse import DisconnectAwareStreamingResponse
 from laya_desktop.routing.target_book import latency_sample
+from laya_desktop.routing.why import tried_before, why_routed
 
 MAX_BODY_BYTES = 32 * 1024 * 1024   # server.max_body_mb's default
 KEEPALIVE_S = 10.0   # a stream with nothing new for this long gets its API's heartbeat
@@ -127,6 +128,17 @@ class RequestRecord:
         self.generation = None
         self.ticket = None   # the routed model's hold on its in-flight count (TargetBook)
 
+    def note_candidates(self, order: list[str]) -> None:
+        why = self.fields.get("why")
+        if why is not None:
+            why["candidates"] = list(order)
+
+    def note_tried(self, attempts) -> None:
+        """The candidates that failed before one served (or all of them), for the log's "why"."""
+        why = self.fields.get("why")
+        if why is not None and attempts:
+            why["tried"] = tried_before(attempts)
+
     def note_usage(self, usage) -> None:
         self.fields["prompt_tokens"] = usage.prompt_tokens
         self.fields["completion_tokens"] = usage.completion_tokens
@@ -149,9 +161,11 @@ class Routed:
     """A call and where the rules sent it, with the headers every routed answer carries."""
 
     def __init__(self, engine, call: Call, request: Request, record: RequestRecord):
+        router, header_tags = engine.router, request.headers.get("x-laya-tags")
         started = time.perf_counter_ns()
-        decision = engine.router.decide_body(call.path, call.chat, request.headers.get("x-laya-tags"))
+        decision = router.decide_body(call.path, call.chat, header_tags)
         route_us = (time.perf_counter_ns() - started) / 1000
+        record.fields["why"] = why_routed(router, call.path, call.chat, header_tags, decision)
         if decision is None:
             raise errors.model_not_found(call.chat.get("model"))
         self.decision = decision
@@ -170,6 +184,7 @@ class Routed:
         figures), holding the first one's in-flight count until the request ends."""
         order = self.decision.candidates(engine.targets)
         self.first = order[0]
+        record.note_candidates(order)
         record.ticket = engine.targets.begin(self.first)
         if self.decision.pool is not None:
             record.fields["strategy"] = self.decision.pool.strategy
@@ -208,6 +223,7 @@ async def serve(request: Request, api: Api) -> Response:
             engine.models, candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
             engine.remote, request.headers))
     except ApiError as exc:
+        record.note_tried(exc.extra.get("attempts"))
         record.finish(engine, exc.status)
         return api.error_response(exc, routed.headers if routed else None)
     except BaseException:
@@ -218,6 +234,7 @@ async def serve(request: Request, api: Api) -> Response:
         record.finish(engine, 499)
         return Response(status_code=499)
     record.generation = gen
+    record.note_tried(getattr(gen, "attempts", None))
     routed.served_by(gen.served.name, record)
     if gen.passthrough:
         record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)

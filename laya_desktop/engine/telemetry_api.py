@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from laya_desktop.engine.admin_api import _since
-from laya_desktop.telemetry.prometheus import CONTENT_TYPE, render_metrics
+from laya_desktop.telemetry.prometheus import CONTENT_TYPE
 
 
 async def telemetry(request: Request) -> Response:
@@ -15,15 +15,7 @@ async def telemetry(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    engine = request.app.state.engine
-    latest = engine.telemetry.samples.latest()
-    models = dict((latest or {}).get("models", {}))
-    for served in engine.models.models.values():
-        models.setdefault(served.name, {"state": served.state, "active": served.active,
-                                        "queued": served.queue.queued})
-    text = render_metrics(latest, models, {"requests": engine.request_counts,
-                                           "events": engine.events.totals})
-    return PlainTextResponse(text, media_type=CONTENT_TYPE)
+    return Response(request.app.state.engine.metrics.render(), media_type=CONTENT_TYPE)
 
 
 def routes() -> list[Route]:

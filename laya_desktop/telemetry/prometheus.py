@@ -1,61 +1,36 @@
-"""`GET /metrics`: Prometheus text exposition format 0.0.4, rendered from plain dicts.
+"""`GET /metrics`: one prometheus_client registry per engine, never the process-global default.
 
-Inputs (anything missing is left out, never reported as 0):
-- `latest_sample`: a SystemSampler sample (ram_*, swap_*, cpu_pct, gpus) or None before the first.
-- `models`: {name: {"loaded", "rss", "kv_used_tokens", "kv_capacity_tokens", "kv_bytes",
-  "requests_active", "requests_queued", "tokens_per_s"}}; the aliases "rss_bytes", "active",
-  "queued", "tokens_per_second" and "state" ("ready"/"busy" count as loaded) are accepted too.
-- `counters`: {"requests": {(api, model, status): n}, "events": {kind: n}} — running totals.
+Two kinds of collector feed it:
+- counters and histograms updated as things happen: `observe_request` for each request-log entry,
+  `observe_event` for each engine event (the engine wires both as listeners);
+- `LiveCollector`, which reads the latest telemetry sample and the model table at scrape time and
+  turns them into gauges. Anything missing is left out, never reported as 0.
+
+Names follow Prometheus conventions: base units (`_bytes`, `_seconds`), `_total` on counters,
+`_ratio` for fractions (0..1).
 """
 from __future__ import annotations
 
-import math
+from typing import Callable
+
+from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_created_metrics,
+                               generate_latest)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _LOADED_STATES = ("ready", "busy", "loaded")
+# Local TTFT spans a cached 10 ms to a cold load of a minute; a whole request up to a long answer.
+TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+DURATION_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
+# Events that are the memory guard acting, by the action they stand for. An unload the guard makes
+# to admit another model is a plain `model_unloaded` event carrying guard_action="evict".
+GUARD_EVENT_ACTIONS = {"emergency_unload": "emergency_unload", "load_refused": "refuse_load"}
 
-def escape_label(value) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _number(value) -> str | None:
-    if value is None or isinstance(value, str):
-        return None
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    v = float(value)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    return str(int(v)) if v.is_integer() and abs(v) < 2 ** 53 else repr(v)
-
-
-class _Writer:
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def family(self, name: str, kind: str, help_text: str, samples: list[tuple[dict, object]]) -> None:
-        rendered = []
-        for labels, value in samples:
-            text = _number(value)
-            if text is None:
-                continue
-            if labels:
-                inner = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())
-                rendered.append(f"{name}{{{inner}}} {text}")
-            else:
-                rendered.append(f"{name} {text}")
-        if not rendered:
-            return
-        self.lines.append(f"# HELP {name} {help_text}")
-        self.lines.append(f"# TYPE {name} {kind}")
-        self.lines.extend(rendered)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n" if self.lines else ""
+# () -> (latest telemetry sample or None, {model name: live figures}); see LiveCollector.
+LiveInputs = Callable[[], "tuple[dict | None, dict]"]
 
 
 def _get(d: dict, *keys):
@@ -73,47 +48,145 @@ def _loaded(info: dict):
     return None
 
 
-def render_metrics(latest_sample: dict | None, models: dict, counters: dict) -> str:
-    w = _Writer()
-    s = latest_sample or {}
-    w.family("laya_ram_available_bytes", "gauge", "RAM available to new work (incl. reclaimable cache).",
-             [({}, s.get("ram_available"))])
-    w.family("laya_ram_used_bytes", "gauge", "RAM in use.", [({}, s.get("ram_used"))])
-    w.family("laya_ram_total_bytes", "gauge", "Installed RAM.", [({}, s.get("ram_total"))])
-    w.family("laya_swap_used_bytes", "gauge", "Swap in use.", [({}, s.get("swap_used"))])
-    w.family("laya_swap_in_bytes_per_second", "gauge", "Swap-in rate.", [({}, s.get("swap_in_bps"))])
-    w.family("laya_swap_out_bytes_per_second", "gauge", "Swap-out rate.", [({}, s.get("swap_out_bps"))])
-    w.family("laya_cpu_percent", "gauge", "System CPU use in percent.", [({}, s.get("cpu_pct"))])
-    gpus = s.get("gpus") or []
-    w.family("laya_gpu_memory_used_bytes", "gauge", "GPU memory in use.",
-             [({"gpu": g.get("index")}, g.get("used")) for g in gpus])
-    w.family("laya_gpu_memory_total_bytes", "gauge", "GPU memory installed.",
-             [({"gpu": g.get("index")}, g.get("total")) for g in gpus])
+def _cpu_ratio(sample: dict):
+    pct = sample.get("cpu_pct")
+    return None if pct is None else pct / 100.0
 
-    per_model = [
-        ("laya_model_loaded", "1 when the model's runner is loaded.", _loaded),
-        ("laya_model_rss_bytes", "Resident memory of the model's runner process.",
-         lambda m: _get(m, "rss", "rss_bytes")),
-        ("laya_model_kv_used_tokens", "KV cache cells in use.", lambda m: m.get("kv_used_tokens")),
-        ("laya_model_kv_capacity_tokens", "KV cache capacity (n_ctx x parallel).",
-         lambda m: m.get("kv_capacity_tokens")),
-        ("laya_model_kv_bytes", "KV cache bytes in use.", lambda m: m.get("kv_bytes")),
-        ("laya_model_requests_active", "Requests being generated.",
-         lambda m: _get(m, "requests_active", "active")),
-        ("laya_model_requests_queued", "Requests waiting for a slot.",
-         lambda m: _get(m, "requests_queued", "queued")),
-        ("laya_model_tokens_per_second", "Generated tokens per second, recent.",
-         lambda m: _get(m, "tokens_per_s", "tokens_per_second")),
-    ]
-    for name, help_text, pick in per_model:
-        w.family(name, "gauge", help_text,
-                 [({"model": model}, pick(info or {})) for model, info in sorted(models.items())])
 
-    requests = sorted((counters.get("requests") or {}).items(), key=lambda kv: tuple(map(str, kv[0])))
-    w.family("laya_requests_total", "counter", "Requests answered, by API, model and HTTP status.",
-             [({"api": api, "model": model or "", "status": status}, n)
-              for (api, model, status), n in requests])
-    events = counters.get("events") or {}
-    w.family("laya_events_total", "counter", "Engine events (loads, unloads, refusals, crashes) by kind.",
-             [({"kind": kind}, n) for kind, n in sorted(events.items())])
-    return w.text()
+_SYSTEM = (  # (name, help, pick from the sample)
+    ("laya_ram_available_bytes", "RAM available to new work (incl. reclaimable cache).",
+     lambda s: s.get("ram_available")),
+    ("laya_ram_used_bytes", "RAM in use.", lambda s: s.get("ram_used")),
+    ("laya_ram_total_bytes", "Installed RAM.", lambda s: s.get("ram_total")),
+    ("laya_swap_used_bytes", "Swap in use.", lambda s: s.get("swap_used")),
+    ("laya_swap_in_bytes_per_second", "Swap-in rate.", lambda s: s.get("swap_in_bps")),
+    ("laya_swap_out_bytes_per_second", "Swap-out rate.", lambda s: s.get("swap_out_bps")),
+    ("laya_cpu_usage_ratio", "System CPU use, 0 to 1.", _cpu_ratio),
+)
+
+_PER_MODEL = (  # (name, help, pick from the model's figures)
+    ("laya_model_loaded", "1 when the model's runner is loaded.", _loaded),
+    ("laya_model_rss_bytes", "Resident memory of the model's runner process.",
+     lambda m: _get(m, "rss", "rss_bytes")),
+    ("laya_model_kv_used_tokens", "KV cache cells in use.", lambda m: m.get("kv_used_tokens")),
+    ("laya_model_kv_capacity_tokens", "KV cache capacity (n_ctx x parallel).",
+     lambda m: m.get("kv_capacity_tokens")),
+    ("laya_model_kv_bytes", "KV cache bytes in use.", lambda m: m.get("kv_bytes")),
+    ("laya_model_requests_active", "Requests being generated.",
+     lambda m: _get(m, "requests_active", "active")),
+    ("laya_model_requests_queued", "Requests waiting for a slot.",
+     lambda m: _get(m, "requests_queued", "queued")),
+    ("laya_model_tokens_per_second", "Generated tokens per second, recent.",
+     lambda m: _get(m, "tokens_per_s", "tokens_per_second")),
+)
+
+
+def _value(value) -> float | None:
+    if value is None or isinstance(value, str):
+        return None
+    return float(value)
+
+
+class LiveCollector(Collector):
+    """Gauges read at scrape time from `inputs()`: system memory, CPU, GPUs and each model.
+
+    `inputs` takes the sample SystemSampler produced (ram_*, swap_*, cpu_pct, gpus) and, per model,
+    "loaded", "rss", "kv_used_tokens", "kv_capacity_tokens", "kv_bytes", "requests_active",
+    "requests_queued", "tokens_per_s"; the aliases "rss_bytes", "active", "queued",
+    "tokens_per_second" and "state" ("ready"/"busy" count as loaded) are accepted too.
+    """
+
+    def __init__(self, inputs: LiveInputs):
+        self._inputs = inputs
+
+    def describe(self):
+        return []  # the families depend on what the sample holds: nothing fixed to describe
+
+    def collect(self):
+        sample, models = self._inputs()
+        sample = sample or {}
+        for name, help_text, pick in _SYSTEM:
+            value = _value(pick(sample))
+            if value is not None:
+                yield GaugeMetricFamily(name, help_text, value=value)
+        gpus = sample.get("gpus") or []
+        for name, key, help_text in (("laya_gpu_memory_used_bytes", "used", "GPU memory in use."),
+                                     ("laya_gpu_memory_total_bytes", "total", "GPU memory installed.")):
+            family = GaugeMetricFamily(name, help_text, labels=["gpu"])
+            for gpu in gpus:
+                value = _value(gpu.get(key))
+                if value is not None:
+                    family.add_metric([str(gpu.get("index"))], value)
+            if family.samples:
+                yield family
+        for name, help_text, pick in _PER_MODEL:
+            family = GaugeMetricFamily(name, help_text, labels=["model"])
+            for model, info in sorted(models.items()):
+                value = _value(pick(info or {}))
+                if value is not None:
+                    family.add_metric([model], value)
+            if family.samples:
+                yield family
+
+
+class EngineMetrics:
+    """The engine's registry and the counters and histograms the request and event logs move."""
+
+    def __init__(self, live: LiveInputs | None = None):
+        # No `<name>_created` gauge beside every series: in the 0.0.4 text format each is a family
+        # of its own, doubling what a dashboard lists. (A process-wide switch in prometheus_client.)
+        disable_created_metrics()
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("laya_requests", "Requests answered, by API, routing rule, model and "
+                                "HTTP status.", ["api", "rule", "model", "status"], registry=r)
+        self.fallbacks = Counter("laya_request_fallbacks", "Requests served by a fallback instead "
+                                 "of their rule's target.", ["rule", "target", "model"], registry=r)
+        self.prompt_tokens = Counter("laya_prompt_tokens", "Prompt tokens read, cached ones "
+                                     "included.", ["model"], registry=r)
+        self.cached_tokens = Counter("laya_prompt_cached_tokens", "Prompt tokens taken from the "
+                                     "KV/prompt cache instead of being computed.", ["model"],
+                                     registry=r)
+        self.completion_tokens = Counter("laya_completion_tokens", "Tokens generated.", ["model"],
+                                         registry=r)
+        self.ttft = Histogram("laya_time_to_first_token_seconds", "Time from the request's "
+                              "arrival to its first output.", ["model"], buckets=TTFT_BUCKETS,
+                              registry=r)
+        self.duration = Histogram("laya_request_duration_seconds", "Time from the request's "
+                                  "arrival to its last byte.", ["api", "model"],
+                                  buckets=DURATION_BUCKETS, registry=r)
+        self.events = Counter("laya_events", "Engine events (loads, unloads, refusals, crashes) by "
+                              "kind.", ["kind"], registry=r)
+        self.guard_actions = Counter("laya_guard_actions", "Memory guard actions: emergency "
+                                     "unloads, refused loads, evictions to admit a model.",
+                                     ["action", "model"], registry=r)
+        if live is not None:
+            r.register(LiveCollector(live))
+
+    def observe_request(self, entry: dict) -> None:
+        """One finished request, shaped like a request-log entry."""
+        api, model, rule = entry.get("api") or "", entry.get("model") or "", entry.get("rule") or ""
+        status = str(int(entry.get("status") or 0))
+        self.requests.labels(api, rule, model, status).inc()
+        if entry.get("fallback_from"):
+            self.fallbacks.labels(rule, entry["fallback_from"], model).inc()
+        for counter, key in ((self.prompt_tokens, "prompt_tokens"),
+                             (self.cached_tokens, "cached_tokens"),
+                             (self.completion_tokens, "completion_tokens")):
+            n = entry.get(key)
+            if isinstance(n, (int, float)) and n > 0:
+                counter.labels(model).inc(n)
+        if entry.get("ttft_ms") is not None:
+            self.ttft.labels(model).observe(entry["ttft_ms"] / 1000)
+        if entry.get("duration_ms") is not None:
+            self.duration.labels(api, model).observe(entry["duration_ms"] / 1000)
+
+    def observe_event(self, event: dict) -> None:
+        kind = event.get("kind") or ""
+        self.events.labels(kind).inc()
+        action = event.get("guard_action") or GUARD_EVENT_ACTIONS.get(kind)
+        if action:
+            self.guard_actions.labels(action, event.get("model") or "").inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
