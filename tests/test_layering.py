@@ -1,4 +1,5 @@
-"""Nothing outside laya_desktop/gui/ imports Qt (DESIGN.md: a Qt-free core)."""
+"""The layers of docs/ARCHITECTURE.md hold (the import-linter contracts in pyproject.toml), and
+nothing outside laya_desktop/gui/ imports Qt (a Qt-free core), not even lazily."""
 from __future__ import annotations
 
 import ast
@@ -6,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "laya_desktop"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "laya_desktop"
 QT_ROOTS = ("PySide6", "pyqtgraph", "shiboken6", "PyQt5", "PyQt6", "superqt", "qtpy")
 
 
@@ -39,3 +41,14 @@ def test_importing_the_whole_core_loads_no_qt():
             f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {QT_ROOTS!r})\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_import_contracts_hold():
+    """Layers (cli > gui > engine, control, loadtest > runners, routing, telemetry > config), the
+    GUI apart from the engine, and no Qt under the core, indirect imports included."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[done.stdout.find("Broken contracts"):] or done.stderr
+    contracts = (ROOT / "pyproject.toml").read_text().count("[[tool.importlinter.contracts]]")
+    assert contracts >= 3 and f"Contracts: {contracts} kept, 0 broken." in done.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import gguf
 import pytest
 
-from laya_desktop.engine.memory_estimate import (
+from laya_desktop.runners.memory_estimate import (
     KV_ELEMENT_BYTES, RUNTIME_BYTES, estimate_memory, kv_bytes_per_token,
 )
 from laya_desktop.runners.gguf_info import GgufError, read_gguf_info

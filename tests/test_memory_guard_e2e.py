@@ -206,7 +206,7 @@ def test_busy_model_unloaded_last_with_clean_503(tiny_gguf, tmp_path):
 
 @pytest.mark.slow
 def test_estimate_matches_runner_memory_on_gemma(gemma_path, tmp_path):
-    from laya_desktop.engine.memory_estimate import estimate_memory
+    from laya_desktop.runners.memory_estimate import estimate_memory
     from laya_desktop.runners.gguf_info import read_gguf_info
     n_ctx, parallel = 2048, 4
     config = {"models": [{"name": "gemma", "backend": "llama_cpp", "path": str(gemma_path),
@@ -223,7 +223,7 @@ def test_estimate_matches_runner_memory_on_gemma(gemma_path, tmp_path):
 @pytest.mark.slow
 def test_admission_unloads_idle_lru_model_to_make_room(gemma_path, tmp_path):
     from laya_desktop.config.validate import validate_config
-    from laya_desktop.engine.memory_guard import estimate_model_bytes
+    from laya_desktop.runners.memory_estimate import estimate_model_bytes
     model = {"backend": "llama_cpp", "path": str(gemma_path), "n_ctx": 1024, "parallel": 1,
              "idle_ttl_s": 0}
     config = {"models": [{"name": "first", **model}, {"name": "second", **model}],

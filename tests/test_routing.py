@@ -1,6 +1,8 @@
 """Routing: extraction, the compiled router against a naive reference, explanations."""
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 
 import pytest
@@ -14,7 +16,8 @@ from laya_desktop.routing.router import Decision, Router, make_scanner
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MODELS = ("small", "big", "cloud")
-SCANNERS = ["hyperscan", "ahocorasick"]
+# hyperscan is an optional extra (`make install` has it); ahocorasick-rs is always there
+SCANNERS = ["hyperscan", "ahocorasick"] if importlib.util.find_spec("hyperscan") else ["ahocorasick"]
 
 
 def rule(name, target="small", enabled=True, fallback=(), **match) -> RouteConfig:
@@ -217,6 +220,16 @@ def test_keyword_with_nul_avoids_hyperscan():
     # python-hyperscan would cut the pattern at the NUL and match "a" alone
     assert make_scanner([b"a\0b"]).name == "ahocorasick-rs"
     assert make_scanner([b"a\0b"]).scan(b"xa") == []
+
+
+def test_without_hyperscan_the_router_uses_ahocorasick(monkeypatch):
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # what a platform without its wheel sees
+    assert make_scanner([b"join"]).name == "ahocorasick-rs"
+    router = Router(RULES)
+    assert router.decide_body(CHAT, chat("a LEFTJOIN b"), None).rule == "sql"
+    assert router.decide_body(CHAT, chat("URGENT!", tags=["fast"]), None).rule == "both"
+    with pytest.raises(ImportError):
+        make_scanner([b"code"], "hyperscan")
 
 
 def test_unknown_scanner_is_an_error():

@@ -7,59 +7,21 @@ once its effect is real.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from pathlib import Path
 
 import psutil
 
 from laya_desktop.engine.memory_policy import (LoadedModel, MemoryState, plan_admission,
                                                plan_emergency, pressure)
 from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.runners.memory_estimate import estimate_model_bytes
 from laya_desktop.telemetry.system_sampler import process_memory
 
 log = logging.getLogger("laya.guard")
 
 MEMORY_BACK_TIMEOUT_S = 5.0
 EMERGENCY_GRACE_S = 1.0
-
-
-def estimate_model_bytes(model) -> tuple[int, int] | None:
-    """(RAM, VRAM) a model needs to run well, or None when it cannot be estimated."""
-    from laya_desktop.runners.builtin import resolve_model_path
-    try:
-        path = resolve_model_path(model.path or "")
-    except (OSError, ValueError):
-        return None  # the load itself will fail with the clear message
-    if model.backend == "llama_cpp":
-        from laya_desktop.engine.memory_estimate import estimate_memory
-        from laya_desktop.runners.gguf_info import GgufError, read_gguf_info
-        try:
-            info = read_gguf_info(path)
-        except (GgufError, OSError, ValueError):
-            return None
-        est = estimate_memory(info, model.n_ctx, model.effective_parallel, model.kv_cache_type,
-                              model.n_gpu_layers)
-        return est.total_bytes, est.vram_bytes
-    if model.backend == "mlx":
-        return _estimate_mlx(Path(path), model.n_ctx * model.effective_parallel), 0
-    return None
-
-
-def _estimate_mlx(folder: Path, kv_tokens: int) -> int:
-    weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
-    try:
-        cfg = json.loads((folder / "config.json").read_text())
-        cfg = cfg.get("text_config", cfg)
-        heads = cfg.get("num_attention_heads", 1)
-        head_dim = cfg.get("head_dim") or cfg.get("hidden_size", 0) // max(heads, 1)
-        dtype_bytes = {"float32": 4, "float16": 2, "bfloat16": 2}.get(cfg.get("torch_dtype"), 2)
-        per_token = (cfg.get("num_hidden_layers", 0) * cfg.get("num_key_value_heads", heads)
-                     * head_dim * 2 * dtype_bytes)
-    except (OSError, ValueError, TypeError):
-        per_token = 0
-    return int(weights * 1.1) + per_token * kv_tokens + 200 * 1024 * 1024
 
 
 class MemoryGuard:

@@ -13,7 +13,6 @@ from PySide6.QtCore import QCoreApplication
 from laya_desktop.gui.units import fmt_bytes, fmt_count
 
 
-
 def _plain(obj) -> dict:
     if obj is None:
         return {}
@@ -27,7 +26,7 @@ def _plain(obj) -> dict:
 
 
 def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tuple[dict, dict]:
-    from laya_desktop.engine.memory_estimate import estimate_memory
+    from laya_desktop.runners.memory_estimate import estimate_memory
     from laya_desktop.runners.builtin import resolve_model_path
     from laya_desktop.runners.gguf_info import read_gguf_info
 
@@ -36,18 +35,25 @@ def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tu
 
 
 def inspect_mlx(path: str, n_ctx: int, parallel: int) -> tuple[dict, dict]:
-    """Raises NotAnMlxModel with the reason when the folder is not an MLX model."""
-    from laya_desktop.gui.mlx_folder import read_mlx_folder
+    """Raises NotAnMlxModel with the reason, in the user's language, when the folder is not an
+    MLX model."""
+    from laya_desktop.gui.mlx_folder_text import translated, translated_text
+    from laya_desktop.runners.mlx_folder import NotAnMlxModel, read_mlx_folder
 
-    info = read_mlx_folder(path)
-    return info.to_dict(), estimate_mlx(info.path, info.weights_bytes, n_ctx, parallel)
+    try:
+        info = read_mlx_folder(path)
+    except NotAnMlxModel as exc:
+        raise translated(exc) from exc
+    found = info.to_dict()
+    found["warnings"] = [translated_text(w) for w in info.warnings]
+    return found, estimate_mlx(info.path, info.weights_bytes, n_ctx, parallel)
 
 
 def estimate_mlx(folder: str, weights_bytes: int, n_ctx: int, parallel: int) -> dict:
     """The figure the engine admits the load with (memory_guard), split into its parts. It is
     linear in the KV tokens, so the KV part is its difference to the same model with no context."""
     from laya_desktop.config.schema import ModelConfig
-    from laya_desktop.engine.memory_guard import estimate_model_bytes
+    from laya_desktop.runners.memory_estimate import estimate_model_bytes
 
     def ram(ctx: int) -> int:
         found = estimate_model_bytes(ModelConfig(name="preview", backend="mlx", path=folder,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from laya_desktop.engine.memory_estimate import estimate_memory
+from laya_desktop.runners.memory_estimate import estimate_memory
 from laya_desktop.runners.gguf_info import GgufError, read_gguf_info
 
 

@@ -73,3 +73,24 @@ def test_language_menu_is_saved_for_the_next_start(qtbot, tmp_path, monkeypatch)
     next(a for a in window.language_actions.actions() if a.data() == "system").trigger()
     assert translations.saved_language() == "system"
     window.shutdown(grace_s=1)
+
+
+def test_mlx_folder_reasons_and_warnings_in_simplified_chinese(chinese, tmp_path, gui_tiny_gguf):
+    """runners/mlx_folder.py speaks English; the dialog's inspect_mlx shows it in the user's language."""
+    from laya_desktop.gui.model_inspect import inspect_mlx
+    from laya_desktop.runners.mlx_folder import NotAnMlxModel
+
+    with pytest.raises(NotAnMlxModel) as caught:
+        inspect_mlx("  ", 512, 1)
+    assert str(caught.value) == "请先选择模型文件夹"
+    with pytest.raises(NotAnMlxModel) as caught:
+        inspect_mlx(str(gui_tiny_gguf), 512, 1)
+    assert str(caught.value) == (f"{gui_tiny_gguf} 是一个文件；MLX 模型是包含 config.json 和 "
+                                 "*.safetensors 的文件夹 （.gguf 文件请作为 GGUF 模型添加）")
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    header = b'{"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}'
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    info, _ = inspect_mlx(str(folder), 512, 1)
+    assert info["warnings"] == ["没有分词器文件（tokenizer.json 或 tokenizer.model）：mlx-lm 可能无法加载"]

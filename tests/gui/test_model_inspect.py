@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from laya_desktop.gui.mlx_folder import NotAnMlxModel, read_mlx_folder
 from laya_desktop.gui.model_inspect import describe_gguf, estimate_lines, inspect_gguf, inspect_mlx
+from laya_desktop.runners.mlx_folder import NotAnMlxModel, read_mlx_folder
 
 MIB = 1 << 20
 

@@ -1,4 +1,5 @@
-"""How much memory a llama.cpp runner will need for a GGUF model at given settings.
+"""How much memory a runner will need for a model at given settings: a GGUF in detail (below),
+an MLX folder from its weights and config.json (`estimate_model_bytes`, what the guard admits with).
 
 The estimate is what the runner process will hold once loaded and serving, in the currency the
 memory policy uses (private memory + the mapped weights it needs):
@@ -33,10 +34,13 @@ grown across the load). tests/test_memory_estimate.py re-measures this.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from laya_desktop.runners.gguf_info import GgufInfo
+from laya_desktop.runners.builtin import resolve_model_path
+from laya_desktop.runners.gguf_info import GgufError, GgufInfo, read_gguf_info
 
 MIB = 1 << 20
 KV_ELEMENT_BYTES = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
@@ -157,3 +161,37 @@ def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: st
         vram_bytes=int(weights_vram + kv_vram + compute_vram), runtime_bytes=RUNTIME_BYTES,
         kv_tokens=cells, compute_reserved_bytes=int(reserved), notes=notes,
     )
+
+
+def estimate_model_bytes(model) -> tuple[int, int] | None:
+    """(RAM, VRAM) a model needs to run well, or None when it cannot be estimated."""
+    try:
+        path = resolve_model_path(model.path or "")
+    except (OSError, ValueError):
+        return None  # the load itself will fail with the clear message
+    if model.backend == "llama_cpp":
+        try:
+            info = read_gguf_info(path)
+        except (GgufError, OSError, ValueError):
+            return None
+        est = estimate_memory(info, model.n_ctx, model.effective_parallel, model.kv_cache_type,
+                              model.n_gpu_layers)
+        return est.total_bytes, est.vram_bytes
+    if model.backend == "mlx":
+        return _estimate_mlx(Path(path), model.n_ctx * model.effective_parallel), 0
+    return None
+
+
+def _estimate_mlx(folder: Path, kv_tokens: int) -> int:
+    weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+    try:
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg = cfg.get("text_config", cfg)
+        heads = cfg.get("num_attention_heads", 1)
+        head_dim = cfg.get("head_dim") or cfg.get("hidden_size", 0) // max(heads, 1)
+        dtype_bytes = {"float32": 4, "float16": 2, "bfloat16": 2}.get(cfg.get("torch_dtype"), 2)
+        per_token = (cfg.get("num_hidden_layers", 0) * cfg.get("num_key_value_heads", heads)
+                     * head_dim * 2 * dtype_bytes)
+    except (OSError, ValueError, TypeError):
+        per_token = 0
+    return int(weights * 1.1) + per_token * kv_tokens + 200 * 1024 * 1024

@@ -3,18 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from laya_desktop.config.schema import Config
 from laya_desktop.config.store import ConfigInvalid, find_config_path, load_config
-
-
-def _lint(config: Config) -> list:
-    try:
-        from laya_desktop.routing.lint import lint
-    except ModuleNotFoundError as exc:
-        if exc.name in ("laya_desktop.routing.lint", "laya_desktop.routing"):
-            return []
-        raise
-    return list(lint(config))
+from laya_desktop.routing.lint import lint
 
 
 def _plural(n: int, word: str) -> str:
@@ -30,7 +20,7 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"error: {error}")
         print(f"{path}: invalid, {_plural(len(exc.errors), 'error')}")
         return 1
-    warnings = _lint(config)
+    warnings = list(lint(config))
     for warning in warnings:
         print(f"warning: {warning.path}: {warning.message}")
     summary = f"{_plural(len(config.models), 'model')}, {_plural(len(config.routes), 'route')}"

@@ -1,7 +1,8 @@
 """What an MLX model folder holds, read without loading it: config.json and the safetensors headers.
 
-Qt-free but for QCoreApplication.translate of its messages; the dialog runs it in a worker. A folder passes when it has a config.json object and at
-least one readable *.safetensors file, which is what mlx-lm needs besides the tokenizer.
+A folder passes when it has a config.json object and at least one readable *.safetensors file,
+which is what mlx-lm needs besides the tokenizer. The model dialog runs it in a worker and shows
+the reasons in the user's language (gui/mlx_folder_text.py), so each keeps its English template.
 """
 from __future__ import annotations
 
@@ -11,14 +12,20 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication
+from laya_desktop.runners.builtin import resolve_model_path
 
 MAX_HEADER_BYTES = 100 << 20   # the safetensors format's own limit
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
+NO_TOKENIZER = "no tokenizer file (tokenizer.json or tokenizer.model): mlx-lm may fail to load it"
 
 
 class NotAnMlxModel(ValueError):
-    pass
+    """Why a folder is not an MLX model: `template` filled with `fields`, then `hint`."""
+
+    def __init__(self, template: str, hint: str = "", **fields) -> None:
+        self.template, self.hint, self.fields = template, hint, fields
+        text = template.format(**fields) if fields else template
+        super().__init__(f"{text} {hint}" if hint else text)
 
 
 @dataclass
@@ -37,38 +44,27 @@ class MlxFolderInfo:
 
 
 def read_mlx_folder(path: str) -> MlxFolderInfo:
-    from laya_desktop.runners.builtin import resolve_model_path
-
     if not path.strip():
-        raise NotAnMlxModel(QCoreApplication.translate("MlxFolder", "choose the model folder first"))
+        raise NotAnMlxModel("choose the model folder first")
     try:
         folder = resolve_model_path(path)
     except (OSError, ValueError) as exc:
         raise NotAnMlxModel(str(exc)) from exc
     if not folder.is_dir():
-        hint = ""
-        if folder.suffix.lower() == ".gguf":
-            hint = " " + QCoreApplication.translate("MlxFolder", "(add a .gguf file as a GGUF model)")
-        raise NotAnMlxModel(QCoreApplication.translate(
-            "MlxFolder", "{path} is a file; an MLX model is a folder with config.json and "
-                         "*.safetensors").format(path=folder) + hint)
+        hint = "(add a .gguf file as a GGUF model)" if folder.suffix.lower() == ".gguf" else ""
+        raise NotAnMlxModel("{path} is a file; an MLX model is a folder with config.json and "
+                            "*.safetensors", hint, path=folder)
     config = _read_config(folder)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        hint = ""
-        if any(folder.glob("*.gguf")):
-            hint = " " + QCoreApplication.translate(
-                "MlxFolder", "(it holds .gguf files: add them as GGUF models)")
-        raise NotAnMlxModel(QCoreApplication.translate(
-            "MlxFolder", "no *.safetensors weights in {path}").format(path=folder) + hint)
+        hint = "(it holds .gguf files: add them as GGUF models)" if any(folder.glob("*.gguf")) else ""
+        raise NotAnMlxModel("no *.safetensors weights in {path}", hint, path=folder)
     quant = config.get("quantization") or config.get("quantization_config") or {}
     bits = quant.get("bits") if isinstance(quant, dict) else None
     headers = [_header(f) for f in files]
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     architectures = config.get("architectures") or []
-    warnings = [] if any((folder / name).is_file() for name in TOKENIZER_FILES) else \
-        [QCoreApplication.translate(
-            "MlxFolder", "no tokenizer file (tokenizer.json or tokenizer.model): mlx-lm may fail to load it")]
+    warnings = [] if any((folder / name).is_file() for name in TOKENIZER_FILES) else [NO_TOKENIZER]
     return MlxFolderInfo(
         path=str(folder),
         architecture=str(architectures[0] if architectures else config.get("model_type", "?")),
@@ -84,16 +80,13 @@ def read_mlx_folder(path: str) -> MlxFolderInfo:
 def _read_config(folder: Path) -> dict:
     file = folder / "config.json"
     if not file.is_file():
-        raise NotAnMlxModel(QCoreApplication.translate(
-            "MlxFolder", "no config.json in {path}").format(path=folder))
+        raise NotAnMlxModel("no config.json in {path}", path=folder)
     try:
         config = json.loads(file.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise NotAnMlxModel(QCoreApplication.translate(
-            "MlxFolder", "config.json cannot be read: {error}").format(error=exc)) from exc
+        raise NotAnMlxModel("config.json cannot be read: {error}", error=exc) from exc
     if not isinstance(config, dict):
-        raise NotAnMlxModel(QCoreApplication.translate(
-            "MlxFolder", "config.json does not hold a JSON object"))
+        raise NotAnMlxModel("config.json does not hold a JSON object")
     return config
 
 
