@@ -37,6 +37,8 @@ class TargetPool:
     limits: tuple[int | None, ...] = ()      # spillover's max_active; None: no limit
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
     _current: list[float] = field(default_factory=list, compare=False, repr=False)
+    _total: float = field(default=0.0, compare=False, repr=False)
+    _by_weight: list[int] = field(default_factory=list, compare=False, repr=False)
     _picks: int = field(default=0, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -47,6 +49,8 @@ class TargetPool:
         if not self.limits:
             self.limits = (None,) * len(self.models)
         self._current = [0.0] * len(self.models)
+        self._total = float(sum(self.weights))
+        self._by_weight = sorted(range(len(self.models)), key=lambda i: -self.weights[i])
 
     def order(self, book: TargetBook) -> list[str]:
         """The models in the order to try; the first one is noted as picked in the book."""
@@ -106,22 +110,25 @@ def _weighted(pool: TargetPool, book: TargetBook) -> list[str]:
         current[i] += weight
         if current[i] > current[best]:
             best = i
-    current[best] -= sum(weights)
-    rest = sorted((i for i in range(len(weights)) if i != best), key=lambda i: -weights[i])
-    return [pool.models[best]] + [pool.models[i] for i in rest]
+    current[best] -= pool._total
+    models = pool.models
+    return [models[best]] + [models[i] for i in pool._by_weight if i != best]
 
 
 def _spillover(pool: TargetPool, book: TargetBook) -> list[str]:
     room, full = [], []
-    for i, model in enumerate(pool.models):
-        limit = pool.limits[i]
-        load = book.in_flight(model)
+    figures = book.figures
+    for model, limit in zip(pool.models, pool.limits):
+        held = figures.get(model)
+        load = held.in_flight if held is not None else 0
         if limit is None or load < limit:
             room.append(model)
         else:
-            full.append((load - limit, i, model))
-    full.sort()
-    return room + [f[2] for f in full]
+            full.append((load - limit, len(full), model))
+    if full:
+        full.sort()
+        room += [f[2] for f in full]
+    return room
 
 
 _ORDERS = {"first_available": _first_available, "warm": _warm, "least_loaded": _least_loaded,
