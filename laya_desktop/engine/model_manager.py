@@ -92,10 +92,6 @@ class ModelManager:
     def get(self, name: str) -> ServedModel | None:
         return self.models.get(name)
 
-    def loaded(self) -> list[ServedModel]:
-        return [m for m in self.models.values()
-                if m.handle is not None and m.handle.state in ("ready", "loading")]
-
     async def ensure_ready(self, served: ServedModel) -> RunnerHandle:
         handle = served.handle
         assert handle is not None

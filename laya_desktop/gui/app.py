@@ -17,15 +17,13 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 SHUTDOWN_RESERVE_S = 8.0   # orderly shutdown starts this long before the deadline
 
 
 def _seconds_since_launch() -> float:
-    try:
-        import psutil
-        return max(0.0, time.time() - psutil.Process().create_time())
-    except Exception:  # noqa: BLE001 - without psutil, count from here
-        return 0.0
+    return max(0.0, time.time() - psutil.Process().create_time())
 
 
 def run_gui(args) -> int:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 
+from laya_desktop.config.validate import validate_config
+from laya_desktop.routing.lint import lint
+
 _ROUTE_PATH = re.compile(r"^routes\[(\d+)\]")
 
 
 def rule_warnings(config: dict) -> tuple[dict[str, list[str]], list[str]]:
     """(messages per rule name, messages that belong to no rule)."""
-    from laya_desktop.config.validate import validate_config
-
     routes = config.get("routes", [])
     names = [r.get("name", "") for r in routes]
     per_rule: dict[str, list[str]] = {}
@@ -29,10 +30,6 @@ def rule_warnings(config: dict) -> tuple[dict[str, list[str]], list[str]]:
     for err in errors:
         add(err.path, err.message)
     if parsed is None:
-        return per_rule, general
-    try:
-        from laya_desktop.routing.lint import lint
-    except ImportError:
         return per_rule, general
     for warning in lint(parsed):
         rule = getattr(warning, "rule", None)

@@ -14,9 +14,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-OPS = ("generate", "cancel", "stats", "shutdown")
-ERROR_CODES = ("context_length_exceeded", "bad_request", "kv_full", "internal")
-
 
 class BadRequest(ValueError):
     """A generate command the runner cannot serve as given (engine answers 400)."""

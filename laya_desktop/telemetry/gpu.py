@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+import pynvml
+
 log = logging.getLogger(__name__)
 
 
@@ -25,11 +27,6 @@ class GpuSampler:
         self._init()
 
     def _init(self) -> None:
-        try:
-            import pynvml
-        except ImportError:
-            self._unavailable("no GPU telemetry: nvidia-ml-py is not installed")
-            return
         try:
             pynvml.nvmlInit()
         except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
