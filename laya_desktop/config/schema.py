@@ -34,7 +34,6 @@ class ServerConfig:
                                "path) are kept for the what-if replay; 0 keeps none.", default=1000)
 
 
-
 @dataclass
 class ModelConfig:
     name: str = _doc("Unique name; clients may ask for it directly in 'model'.")
@@ -61,6 +60,10 @@ class ModelConfig:
     warmup: bool = _doc("Load when the engine starts instead of on first request.", default=False)
     embedding: bool = _doc("This GGUF serves /v1/embeddings (pooling from the GGUF) instead of text.",
                            default=False)
+    sampling: dict = _doc("Sampling defaults for this model (temperature, top_p, top_k, min_p, "
+                          "repeat_penalty, repeat_last_n, frequency_penalty, presence_penalty, "
+                          "dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n); a "
+                          "request's own value wins.", default_factory=dict)
     responses: bool = _doc("The OpenAI-compatible upstream also has the Responses API: Responses "
                            "requests pass through natively.", default=False)
 

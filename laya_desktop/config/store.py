@@ -133,7 +133,7 @@ def _route_to_dict(route: RouteConfig) -> dict[str, Any]:
 def config_to_dict(config: Config) -> dict[str, Any]:
     """A plain dict shaped like models.yaml: only the fields each backend uses, no null values."""
     def section(obj) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(obj).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(obj).items() if v is not None and v != {}}
 
     models = []
     for model in config.models:

@@ -9,6 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from laya_desktop.config.sampling import KNOBS
 from laya_desktop.config.schema import (
     BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
     STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig, ServerConfig,
@@ -42,7 +43,8 @@ class _Field:
 
 
 _KIND_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
-               "str": "a non-empty string", "str_list": "a list of non-empty strings"}
+               "str": "a non-empty string", "str_list": "a list of non-empty strings",
+               "mapping": "a mapping"}
 
 
 def _show(value: Any) -> str:
@@ -59,6 +61,8 @@ def _is_kind(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if isinstance(value, bool):
         return False
+    if kind == "mapping":
+        return isinstance(value, dict)
     if kind == "str_list":
         return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
     if kind == "int":
@@ -141,6 +145,7 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "idle_ttl_s": (_Field("int", check=_at_least(0)), LOCAL_BACKENDS),
     "warmup": (_Field("bool"), LOCAL_BACKENDS),
     "embedding": (_Field("bool"), _LLAMA),
+    "sampling": (_Field("mapping"), LOCAL_BACKENDS),
 }
 MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _REMOTE}
 
@@ -213,7 +218,7 @@ def _model(report: _Report, raw: Any, path: str) -> dict:
             report.add(f"{path}.{key}", f"'{key}' does not apply to backend '{known}' "
                                         f"(applies to: {', '.join(applies)})")
         elif report.value_ok(f"{path}.{key}", value, spec):
-            values[key] = value
+            values[key] = _sampling(report, value, f"{path}.{key}", known) if key == "sampling" else value
     for key, applies in MODEL_REQUIRED.items():
         if key in raw:
             continue
@@ -224,6 +229,22 @@ def _model(report: _Report, raw: Any, path: str) -> dict:
     if known == "llama_cpp" and "path" in values and not _gguf_or_builtin(values["path"]):
         report.add(f"{path}.path", f"expected a .gguf file or builtin:NAME, got {_show(values['path'])}")
         del values["path"]
+    return values
+
+
+def _sampling(report: _Report, raw: dict, path: str, backend: str | None) -> dict:
+    values = {}
+    for key, value in raw.items():
+        knob = KNOBS.get(key)
+        if knob is None:
+            report.unknown_key(path, key, list(KNOBS))
+        elif backend and backend not in knob.backends:
+            report.add(f"{path}.{key}", f"'{key}' does not apply to backend '{backend}' "
+                                        f"(applies to: {', '.join(knob.backends)})")
+        elif problem := knob.problem(value):
+            report.add(f"{path}.{key}", problem)
+        else:
+            values[key] = value
     return values
 
 

@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from laya_desktop.config.sampling import LLAMA_ONLY_KNOBS
 from laya_desktop.engine import errors
 from laya_desktop.engine.apis.responses_input import previous_not_found
 from laya_desktop.engine.calls import Call
@@ -98,6 +99,10 @@ def check_local(call: Call, served: ServedModel) -> None:
         if params.get("logprobs"):
             raise errors.bad_request(f"'{call.field('logprobs')}' is not supported on MLX models "
                                      f"such as '{served.name}'", "unsupported_parameter")
+        dry = next((k for k in LLAMA_ONLY_KNOBS if k in params), None)
+        if dry:
+            raise errors.bad_request(f"'{dry}' is not supported on MLX models such as "
+                                     f"'{served.name}' (llama.cpp only)", "unsupported_parameter")
     embedding = served.config.embedding
     if embedding and call.api != "embeddings":
         raise errors.bad_request(f"model '{served.name}' serves embeddings only (/v1/embeddings)",
@@ -107,13 +112,15 @@ def check_local(call: Call, served: ServedModel) -> None:
                                  "model with 'embedding: true')", "model_not_supported")
 
 
-def capped(command: dict, model) -> dict:
-    """The command with max_tokens within the model's `max_output_tokens`, when it has one."""
+def for_model(command: dict, model) -> dict:
+    """The command as this model runs it: its `sampling` defaults under the request's own
+    values, and max_tokens within its `max_output_tokens`, when it has one."""
+    asked = command.get("params", {})
+    params = {**getattr(model, "sampling", {}), **asked}
     cap = getattr(model, "max_output_tokens", None)
-    asked = command.get("params", {}).get("max_tokens")
-    if cap is None or (asked is not None and asked <= cap):
-        return command
-    return {**command, "params": {**command.get("params", {}), "max_tokens": cap}}
+    if cap is not None and (asked.get("max_tokens") is None or asked["max_tokens"] > cap):
+        params["max_tokens"] = cap
+    return command if params == asked else {**command, "params": params}
 
 
 async def start_local(manager: ModelManager, served: ServedModel, command: dict,
@@ -141,7 +148,7 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
         wait_s = time.monotonic() - started
         req_id = uuid.uuid4().hex
         sent_at = time.monotonic()
-        queue = await handle.open_stream(req_id, capped(command, served.config))
+        queue = await handle.open_stream(req_id, for_model(command, served.config))
         first = await queue.get()
         prompt_tokens = first.get("prompt_tokens") if first.get("event") == "queued" else None
         if prompt_tokens is not None and not early:

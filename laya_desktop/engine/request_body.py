@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from laya_desktop.config.sampling import KNOBS
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import bad_request
 
@@ -220,23 +221,19 @@ def _sampling_params(body: dict) -> dict:
         if not _is_int(max_tokens) or max_tokens < 1:
             raise bad_request("'max_tokens' must be a positive integer", "invalid_max_tokens")
         params["max_tokens"] = max_tokens
-    ranges = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "min_p": (0.0, 1.0),
-              "frequency_penalty": (-2.0, 2.0), "presence_penalty": (-2.0, 2.0),
-              "repeat_penalty": (0.0, 10.0)}
-    for name, (lo, hi) in ranges.items():
+    for name, knob in KNOBS.items():
         value = body.get(name)
         if value is None:
             continue
-        if not _is_number(value) or not lo <= value <= hi:
-            raise bad_request(f"'{name}' must be a number between {lo} and {hi}", f"invalid_{name}")
-        params[name] = float(value)
-    for name in ("top_k", "seed"):
-        value = body.get(name)
-        if value is None:
-            continue
-        if not _is_int(value):
-            raise bad_request(f"'{name}' must be an integer", f"invalid_{name}")
-        params[name] = value
+        problem = knob.problem(value)
+        if problem:
+            raise bad_request(f"'{name}' {problem}", f"invalid_{name}")
+        params[name] = int(value) if knob.integer else float(value)
+    seed = body.get("seed")
+    if seed is not None:
+        if not _is_int(seed):
+            raise bad_request("'seed' must be an integer", "invalid_seed")
+        params["seed"] = seed
     stop = body.get("stop")
     if stop is not None:
         if isinstance(stop, str):

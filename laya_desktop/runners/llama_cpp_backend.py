@@ -270,7 +270,7 @@ class LlamaCppBackend:
         if bad:
             return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
         try:   # built now, so that a schema llama.cpp cannot compile is refused at once
-            sampler = make_sampler(params, self.vocab, self.n_vocab)
+            sampler = make_sampler(params, self.vocab, self.n_vocab, self.n_ctx)
         except P.BadRequest as exc:
             return [P.error(req_id, "bad_request", str(exc))]
         max_tokens = params.max_tokens or self.n_ctx

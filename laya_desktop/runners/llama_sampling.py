@@ -38,8 +38,17 @@ def schema_grammar(schema: dict) -> str:
     return _CHAR_RULE.sub(lambda _: _STRICT_CHAR, gbnf)
 
 
-def make_sampler(p: P.SamplingParams, vocab, n_vocab: int):
-    """The request's sampler chain; the caller frees it with llama_sampler_free."""
+# llama-server's defaults: a repeated sequence may continue across these.
+DRY_SEQUENCE_BREAKERS = ("\n", ":", "\"", "*")
+
+
+def _look_back(last_n: int, n_ctx: int) -> int:
+    return n_ctx if last_n < 0 else min(last_n, n_ctx)
+
+
+def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
+    """The request's sampler chain; the caller frees it with llama_sampler_free. `n_ctx` is the
+    sequence's context, which a look-back of -1 means."""
     chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
     add = lambda s: L.llama_sampler_chain_add(chain, s)  # noqa: E731
     if p.logit_bias:
@@ -48,8 +57,14 @@ def make_sampler(p: P.SamplingParams, vocab, n_vocab: int):
         add(L.llama_sampler_init_logit_bias(n_vocab, len(p.logit_bias), arr))
     repeat = p.repeat_penalty if p.repeat_penalty > 0 else 1.0
     if repeat != 1.0 or p.frequency_penalty or p.presence_penalty:
-        add(L.llama_sampler_init_penalties(n_vocab, 64, repeat, p.frequency_penalty,
-                                           p.presence_penalty))
+        add(L.llama_sampler_init_penalties(n_vocab, _look_back(p.repeat_last_n, n_ctx), repeat,
+                                           p.frequency_penalty, p.presence_penalty))
+    if p.dry_multiplier > 0:
+        breakers = (ctypes.c_char_p * len(DRY_SEQUENCE_BREAKERS))(
+            *[b.encode() for b in DRY_SEQUENCE_BREAKERS])
+        add(L.llama_sampler_init_dry(vocab, p.dry_multiplier, p.dry_base, p.dry_allowed_length,
+                                     _look_back(p.dry_penalty_last_n, n_ctx), breakers,
+                                     len(DRY_SEQUENCE_BREAKERS)))
     if p.json_schema is not None:
         grammar = L.llama_sampler_init_grammar(vocab, schema_grammar(p.json_schema).encode(),
                                                b"root")

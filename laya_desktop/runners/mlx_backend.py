@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from laya_desktop.config.sampling import LLAMA_ONLY_KNOBS
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import common_prefix_len
 from laya_desktop.runners.chat_templates import normalize_messages
@@ -75,20 +76,15 @@ class StopFilter:
         return out
 
 
-def _stop_list(stop) -> list[str]:
-    if stop is None:
-        return []
-    if isinstance(stop, str):
-        return [stop]
-    return [s for s in stop if isinstance(s, str) and s]
-
-
 def unsupported_params(params: dict) -> str | None:
     """Why MLX cannot honour these params (the field named first), or None."""
     if params.get("json_schema") is not None:
         return "response_format/json_schema is not supported on MLX models"
     if params.get("logprobs") or params.get("top_logprobs"):
         return "logprobs is not supported on MLX models"
+    dry = next((k for k in LLAMA_ONLY_KNOBS if k in params), None)
+    if dry:
+        return f"{dry} is not supported on MLX models (llama.cpp only)"
     return None
 
 
@@ -435,28 +431,20 @@ class MlxBackend:
     def _make_request(self, req_id: str, prompt: list[int], params: dict) -> _Request:
         from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
+        p = P.parse_params(params)   # the same defaults and checks as llama.cpp's runner
         room = self._n_ctx - len(prompt)
-        max_tokens = params.get("max_tokens")
-        max_tokens = room if max_tokens is None else min(int(max_tokens), room)
-        temp = params.get("temperature")
-        sampler = make_sampler(
-            temp=1.0 if temp is None else float(temp),
-            top_p=float(params.get("top_p") or 0.0),
-            min_p=float(params.get("min_p") or 0.0),
-            top_k=int(params.get("top_k") or 0),
-        )
-        repeat = params.get("repeat_penalty")
-        bias = params.get("logit_bias") or None
+        max_tokens = room if p.max_tokens is None else min(p.max_tokens, room)
+        sampler = make_sampler(temp=p.temperature, top_p=p.top_p, min_p=p.min_p, top_k=p.top_k)
+        look_back = self._n_ctx if p.repeat_last_n < 0 else p.repeat_last_n
         processors = make_logits_processors(
-            logit_bias={int(k): float(v) for k, v in bias.items()} if bias else None,
-            repetition_penalty=float(repeat) if repeat not in (None, 1, 1.0) else None,
-            presence_penalty=float(params.get("presence_penalty") or 0) or None,
-            frequency_penalty=float(params.get("frequency_penalty") or 0) or None,
+            logit_bias=dict(p.logit_bias) or None,
+            repetition_penalty=p.repeat_penalty if p.repeat_penalty not in (0.0, 1.0) else None,
+            repetition_context_size=look_back,
+            presence_penalty=p.presence_penalty or None, presence_context_size=look_back,
+            frequency_penalty=p.frequency_penalty or None, frequency_context_size=look_back,
         )
-        seed = params.get("seed")
         return _Request(id=req_id, prompt=prompt, max_tokens=max(0, max_tokens), sampler=sampler,
-                        processors=processors, seed=None if seed is None else int(seed),
-                        stop=StopFilter(_stop_list(params.get("stop"))))
+                        processors=processors, seed=p.seed, stop=StopFilter(p.stop))
 
     def _admit(self) -> list[dict]:
         """Start queued requests while the engine has room."""

@@ -10,9 +10,10 @@ has usually stopped listening by then; it tells a waiting caller that the slot i
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from laya_desktop.config.sampling import KNOBS, knob_default
 
 
 class BadRequest(ValueError):
@@ -85,17 +86,24 @@ def stats(values: dict) -> dict:
 
 @dataclass
 class SamplingParams:
-    """A generate command's `params`, checked. Defaults follow llama-cpp-python's server."""
+    """A generate command's `params`, checked. The knobs' defaults and ranges are config.sampling's."""
     max_tokens: int | None = None          # None: until n_ctx
-    temperature: float = 0.8
-    top_p: float = 0.95
-    top_k: int = 40
-    min_p: float = 0.05
+    temperature: float = knob_default("temperature")
+    top_p: float = knob_default("top_p")
+    top_k: int = knob_default("top_k")
+    min_p: float = knob_default("min_p")
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
-    repeat_penalty: float = 1.0
+    frequency_penalty: float = knob_default("frequency_penalty")
+    presence_penalty: float = knob_default("presence_penalty")
+    repeat_penalty: float = knob_default("repeat_penalty")
+    repeat_last_n: int = knob_default("repeat_last_n")
+    # DRY ("don't repeat yourself") penalises a token that would extend a sequence already seen,
+    # more the longer it is: it ends loops that a per-token repeat penalty lets through.
+    dry_multiplier: float = knob_default("dry_multiplier")
+    dry_base: float = knob_default("dry_base")
+    dry_allowed_length: int = knob_default("dry_allowed_length")
+    dry_penalty_last_n: int = knob_default("dry_penalty_last_n")
     logit_bias: dict[int, float] = field(default_factory=dict)
     logprobs: bool = False
     top_logprobs: int = 0
@@ -103,17 +111,6 @@ class SamplingParams:
 
 
 MAX_TOP_LOGPROBS = 20
-
-
-def _number(params: dict, key: str, default: float, lo: float, hi: float) -> float:
-    value = params.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BadRequest(f"{key} must be a number, got {value!r}")
-    if not lo <= value <= hi:
-        raise BadRequest(f"{key} must be between {lo:g} and {hi:g}, got {value!r}")
-    return float(value)
 
 
 def _integer(params: dict, key: str, default: int | None, lo: int) -> int | None:
@@ -161,21 +158,24 @@ def parse_params(params: dict | None) -> SamplingParams:
     schema = params.get("json_schema")
     if schema is not None and not isinstance(schema, dict):
         raise BadRequest("response_format: the JSON schema must be an object")
+    knobs = {}
+    for name, knob in KNOBS.items():
+        value = params.get(name)
+        if value is None:
+            continue
+        problem = knob.problem(value)
+        if problem:
+            raise BadRequest(f"{name} {problem}")
+        knobs[name] = int(value) if knob.integer else float(value)
     return SamplingParams(
         max_tokens=_integer(params, "max_tokens", None, 1),
-        temperature=_number(params, "temperature", 0.8, 0.0, 100.0),
-        top_p=_number(params, "top_p", 0.95, 0.0, 1.0),
-        top_k=int(_integer(params, "top_k", 40, 0)),
-        min_p=_number(params, "min_p", 0.05, 0.0, 1.0),
         stop=[s for s in stop if s],
         seed=_integer(params, "seed", None, -(2 ** 63)),
-        frequency_penalty=_number(params, "frequency_penalty", 0.0, -2.0, 2.0),
-        presence_penalty=_number(params, "presence_penalty", 0.0, -2.0, 2.0),
-        repeat_penalty=_number(params, "repeat_penalty", 1.0, 0.0, 100.0),
         logit_bias=logit_bias,
         logprobs=logprobs,
         top_logprobs=int(top_logprobs),
         json_schema=schema,
+        **knobs,
     )
 
 
