@@ -10,13 +10,16 @@ from engine_harness import running_engine
 
 pytest.importorskip("mlx_lm")
 
+# Room for minutes of generation: a cancel that does not reach the runner shows as a busy slot.
+N_CTX = 32768
+
 
 @pytest.fixture(scope="module")
 def mlx_engine(tmp_path_factory):
     from mlx_factory import write_tiny_mlx_model
     folder = write_tiny_mlx_model(tmp_path_factory.mktemp("mlx") / "tiny-mlx")
     config = {"models": [{"name": "tiny-mlx", "backend": "mlx", "path": str(folder),
-                          "n_ctx": 512, "idle_ttl_s": 0}],
+                          "n_ctx": N_CTX, "idle_ttl_s": 0}],
               "routes": [{"name": "default", "target": "tiny-mlx"}]}
     with running_engine(config, tmp_path_factory.mktemp("engine"),
                         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}) as eng:
@@ -40,15 +43,24 @@ def test_chat_stream_and_completion(mlx_engine):
 
 def test_cancel_frees_and_unload_ends_runner(mlx_engine):
     with mlx_engine.client() as c:
-        body = {"model": "tiny-mlx", "stream": True, "max_tokens": 400,
+        # no max_tokens: the generation runs to n_ctx (32k tokens, minutes here) unless cancelled
+        body = {"model": "tiny-mlx", "stream": True,
                 "messages": [{"role": "user", "content": "go on"}]}
         with c.stream("POST", "/v1/chat/completions", json=body) as r:
             lines = r.iter_lines()
             next(lines)
-        deadline = time.monotonic() + 5
+            next(lines)
+            pid = c.get("/admin/models").json()["models"][0]["pid"]
+        left = time.monotonic()
         while c.get("/admin/models").json()["models"][0]["active"]:
-            assert time.monotonic() < deadline
+            assert time.monotonic() - left < 5, "the runner still generates for a client that left"
             time.sleep(0.05)
+        # the runner's one slot is free: a short request is answered at once, by the same runner
+        started = time.monotonic()
+        short = c.post("/v1/chat/completions", json={"model": "tiny-mlx", "max_tokens": 2,
+                                                    "messages": [{"role": "user", "content": "x"}]})
+        assert short.status_code == 200 and time.monotonic() - started < 5
+        assert c.get("/admin/models").json()["models"][0]["pid"] == pid
         deadline = time.monotonic() + 5
         while True:  # the sample taken while the model was loading has no runner figures yet
             stats = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny-mlx"]
@@ -56,8 +68,7 @@ def test_cancel_frees_and_unload_ends_runner(mlx_engine):
                 break
             assert time.monotonic() < deadline, stats
             time.sleep(0.1)
-        assert stats["kv_capacity_tokens"] == 512
-        pid = c.get("/admin/models").json()["models"][0]["pid"]
+        assert stats["kv_capacity_tokens"] == N_CTX
         assert c.post("/admin/models/tiny-mlx/unload").json()["unloaded"]
         assert pid not in mlx_engine.runner_pids()
 
