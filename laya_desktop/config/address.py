@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from laya_desktop.config import yaml12
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8555
 
@@ -18,7 +20,7 @@ def server_address(path: Path | None) -> tuple[str, int, str | None]:
     raw = {}
     if path is not None:
         try:
-            raw = yaml.safe_load(Path(path).read_text("utf-8")) or {}
+            raw = yaml12.safe_load(Path(path).read_text("utf-8")) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             raw = {}
     server = raw.get("server") if isinstance(raw, dict) else None

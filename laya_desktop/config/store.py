@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from laya_desktop.config import yaml12
 from laya_desktop.config.roundtrip import EachItem, update_yaml_text
 from laya_desktop.config.schema import (
     Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, ServerConfig,
@@ -30,8 +31,8 @@ class ConfigInvalid(Exception):
                          + "\n".join(f"  {e}" for e in self.errors))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys: PyYAML would silently keep the last one."""
+class _StrictLoader(yaml12.SafeLoader):
+    """The YAML 1.2 safe loader, refusing duplicate keys: PyYAML would silently keep the last one."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -150,7 +151,7 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 def dump_config_text(config_or_dict: Config | dict) -> str:
     data = config_to_dict(config_or_dict) if isinstance(config_or_dict, Config) else config_or_dict
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return yaml12.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
 def config_defaults() -> dict[str, Any]:
