@@ -159,6 +159,13 @@ class EngineClient:
     def requests(self, since: int) -> dict:
         return self._get("/admin/requests", since=since)
 
+    def route_replay(self, routes: list[dict]) -> dict:
+        """What these rules would change for the recently logged requests (nothing is applied)."""
+        return self._post("/admin/route/replay", {"routes": routes}, timeout=LOAD_TIMEOUT)
+
+    def route_stats(self, window_s: float) -> dict:
+        return self._get("/admin/stats", window_s=window_s)
+
     def warm_up(self, name: str) -> dict:
         """Load a model and run one token through it, so the first real request is fast."""
         self.load(name)

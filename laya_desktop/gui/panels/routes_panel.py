@@ -1,7 +1,9 @@
 """Routes panel: the ordered rules (drag and drop), a rule editor, lint inline, try-a-request, apply.
 
 "Try a request" asks the engine (POST /admin/route/explain), so it explains the *applied* config;
-while there are unapplied edits the panel says so next to the answer.
+while there are unapplied edits the panel says so next to the answer. "What if…" replays the
+engine's recent requests against the *edited* rules (POST /admin/route/replay) before they are
+applied; "Distribution" shows where requests went (GET /admin/stats).
 """
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView,
-    QPlainTextEdit, QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
+    QPlainTextEdit, QPushButton, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout, QWidget,
 )
 
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.lint_bridge import rule_warnings
+from laya_desktop.gui.panels.route_insight import DistributionView, WhatIfView
 from laya_desktop.gui.panels.rule_editor import RuleEditor
 from laya_desktop.gui.rule_commands import DeleteCommand, EditCommand, InsertCommand, MoveCommand
 from laya_desktop.gui.rules_list import RulesList, unique_name
@@ -27,6 +30,7 @@ from laya_desktop.gui.workers import WorkerPool
 class RoutesPanel(QWidget):
     applied = Signal(bool, object)    # ok, new config or EngineError
     explained = Signal(object)        # the explain answer (dict) or an exception
+    replayed = Signal(object)         # the what-if answer (dict) or an exception
 
     def __init__(self, pool: WorkerPool, doc: ConfigDocument, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -64,10 +68,15 @@ class RoutesPanel(QWidget):
         self.apply_btn.clicked.connect(self.apply)
         self.revert_btn = QPushButton(self.tr("Revert"))
         self.revert_btn.clicked.connect(self.revert)
+        self.what_if_btn = QPushButton(self.tr("What if…"))
+        self.what_if_btn.setToolTip(self.tr("Replay recent requests against the edited rules "
+                                            "and show what would change, without applying"))
+        self.what_if_btn.clicked.connect(self.what_if)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         apply_row.addWidget(self.apply_btn)
         apply_row.addWidget(self.revert_btn)
+        apply_row.addWidget(self.what_if_btn)
         apply_row.addWidget(self.status, 1)
 
         left = QWidget()
@@ -83,7 +92,13 @@ class RoutesPanel(QWidget):
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.addWidget(self.editor)
-        rv.addWidget(self._build_try_box())
+        self.what_if_view = WhatIfView()
+        self.distribution = DistributionView(pool, lambda: self.doc.client)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_try_box(), self.tr("Try a request"))
+        self.tabs.addTab(self.what_if_view, self.tr("What if…"))
+        self.tabs.addTab(self.distribution, self.tr("Distribution"))
+        rv.addWidget(self.tabs, 1)
 
         split = QSplitter()
         split.addWidget(left)
@@ -246,6 +261,24 @@ class RoutesPanel(QWidget):
             self.status.setText(self.tr("refused, nothing changed:") + "\n"
                                 + (describe() if describe else str(result)))
         self.applied.emit(ok, result)
+
+    def what_if(self) -> None:
+        self.tabs.setCurrentWidget(self.what_if_view)
+        self.what_if_btn.setEnabled(False)
+        self.what_if_view.show_busy()
+        self.pool.submit(self.doc.client.route_replay, self.rules.to_list(),
+                         returned=self._show_what_if, errored=self._what_if_failed)
+
+    def _show_what_if(self, answer: dict) -> None:
+        self.what_if_btn.setEnabled(True)
+        self.what_if_view.show_result(answer)
+        self.replayed.emit(answer)
+
+    def _what_if_failed(self, exc: Exception) -> None:
+        self.what_if_btn.setEnabled(True)
+        describe = getattr(exc, "describe", None)
+        self.what_if_view.show_error(describe() if describe else str(exc))
+        self.replayed.emit(exc)
 
     def explain(self, prompt: str, tags: list[str], model: str | None) -> None:
         self.try_result.setPlainText(self.tr("asking the engine…"))

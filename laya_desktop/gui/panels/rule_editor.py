@@ -1,4 +1,4 @@
-"""Form for one routing rule: name, enabled, conditions, target and fallbacks."""
+"""Form for one routing rule: name, enabled, conditions, targets, strategy and fallbacks."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
@@ -6,7 +6,11 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QVBoxLayout, QWidget,
 )
 
+from laya_desktop.config.schema import STRATEGIES
+
 LIST_FIELDS = ("tags", "keywords", "model", "path")
+# what `name=N` means in the targets field, per strategy
+TARGET_NUMBER = {"weighted": "weight", "spillover": "max_active"}
 
 
 def _split(text: str) -> list[str]:
@@ -19,6 +23,35 @@ def _int_or_none(text: str) -> int | None:
         return int(text) if text else None
     except ValueError:
         return None
+
+
+def parse_targets(text: str, strategy: str) -> list:
+    """'a, b=3' -> ['a', {'model': 'b', 'weight': 3}] (weighted) or max_active (spillover); a
+    number the strategy does not use is kept under `weight`, so validation names it."""
+    out: list = []
+    for part in _split(text):
+        name, _, number = part.partition("=")
+        name = name.strip()
+        if not number.strip():
+            out.append(name)
+            continue
+        try:
+            value: float | int | str = float(number) if "." in number else int(number)
+        except ValueError:
+            value = number.strip()
+        out.append({"model": name, TARGET_NUMBER.get(strategy, "weight"): value})
+    return out
+
+
+def targets_text(targets: list) -> str:
+    parts = []
+    for entry in targets or []:
+        if isinstance(entry, dict):
+            number = entry.get("weight", entry.get("max_active"))
+            parts.append(entry.get("model", "") + ("" if number is None else f"={number}"))
+        else:
+            parts.append(str(entry))
+    return ", ".join(parts)
 
 
 class RuleEditor(QWidget):
@@ -35,6 +68,11 @@ class RuleEditor(QWidget):
         self.target.setEditable(True)
         self.fallback = QLineEdit()
         self.fallback.setPlaceholderText(self.tr("model names, in order, comma-separated"))
+        self.targets = QLineEdit()
+        self.targets.setPlaceholderText(self.tr("more models sharing the requests, e.g. a, b "
+                                                "(weighted: b=3; spillover: b=4 in flight)"))
+        self.strategy = QComboBox()
+        self.strategy.addItems(list(STRATEGIES))
         self.lists = {key: QLineEdit() for key in LIST_FIELDS}
         self.lists["tags"].setPlaceholderText(self.tr("any of these tags, e.g. code, fast"))
         self.lists["keywords"].setPlaceholderText(self.tr("substrings of the user text, any case"))
@@ -50,6 +88,8 @@ class RuleEditor(QWidget):
         form.addRow(self.tr("Name"), self.name)
         form.addRow("", self.enabled)
         form.addRow(self.tr("Target"), self.target)
+        form.addRow(self.tr("Targets"), self.targets)
+        form.addRow(self.tr("Strategy"), self.strategy)
         form.addRow(self.tr("Fallbacks"), self.fallback)
         cond_box = QGroupBox(self.tr("Conditions (all must hold; a list holds when any element does)"))
         cform = QFormLayout(cond_box)
@@ -65,8 +105,10 @@ class RuleEditor(QWidget):
         layout.addWidget(cond_box)
         layout.addStretch(1)
 
-        for w in (self.name, self.fallback, self.min_chars, self.max_chars, *self.lists.values()):
+        for w in (self.name, self.fallback, self.targets, self.min_chars, self.max_chars,
+                  *self.lists.values()):
             w.editingFinished.connect(self._emit)
+        self.strategy.activated.connect(self._emit)
         self.enabled.toggled.connect(self._emit)
         self.target.activated.connect(self._emit)
         self.target.lineEdit().editingFinished.connect(self._emit)
@@ -90,6 +132,8 @@ class RuleEditor(QWidget):
             self.enabled.setChecked(rule.get("enabled", True))
             self.target.setCurrentText(rule.get("target", ""))
             self.fallback.setText(", ".join(rule.get("fallback") or []))
+            self.targets.setText(targets_text(rule.get("targets")))
+            self.strategy.setCurrentText(rule.get("strategy") or "first_available")
             for key, edit in self.lists.items():
                 edit.setText(", ".join(map(str, match.get(key) or [])))
             for key, edit in (("min_prompt_chars", self.min_chars), ("max_prompt_chars", self.max_chars)):
@@ -108,9 +152,16 @@ class RuleEditor(QWidget):
             value = _int_or_none(edit.text())
             if value is not None:
                 match[key] = value
-        return {"name": self.name.text().strip(), "target": self.target.currentText().strip(),
+        rule = {"name": self.name.text().strip(), "target": self.target.currentText().strip(),
                 "enabled": self.enabled.isChecked(), "match": match,
                 "fallback": _split(self.fallback.text())}
+        strategy = self.strategy.currentText()
+        targets = parse_targets(self.targets.text(), strategy)
+        if targets:
+            rule["targets"] = targets
+        if strategy != "first_available":
+            rule["strategy"] = strategy
+        return rule
 
     def _emit(self, *_args) -> None:
         if not self._loading and self.isEnabled():
