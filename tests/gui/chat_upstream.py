@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -34,6 +35,7 @@ def tool_call_reply(name: str, arguments: str) -> list[dict]:
 class ChatUpstream:
     def __init__(self) -> None:
         self.bodies: list[dict] = []
+        self.pace_s = 0.0          # a pause between chunks, as a model streams
         self._replies: list[list[dict]] = []
         self._lock = threading.Lock()
         upstream = self
@@ -49,6 +51,7 @@ class ChatUpstream:
                 self.end_headers()
                 try:
                     for c in reply:
+                        time.sleep(upstream.pace_s)
                         self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
                         self.wfile.flush()
                     self.wfile.write(b"data: [DONE]\n\n")

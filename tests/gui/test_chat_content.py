@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from laya_desktop.gui.chat.conversation import (
     Conversation, ConversationFileError, Message, autosave_path, conversations_dir,
     load_conversation, save_conversation,
 )
-from laya_desktop.gui.chat.repetition import repeated_line
+from laya_desktop.gui.chat.repetition import repeated_line, repeated_stretch, repetition
 
 
 def test_fences_split_prose_from_code():
@@ -50,6 +51,19 @@ def test_json_reply_and_tool_calls_become_code_blocks():
 ])
 def test_a_line_repeated_eight_times_is_a_loop(text, expected):
     assert repeated_line(text) == expected
+
+
+def test_a_phrase_echoed_on_one_line_is_a_loop():
+    echo = "How do I reverse a list in Python? Show code.告诉我 修理service "   # gemma-270m, seen
+    cut = echo * 5 + "How do"                                              # cut mid-copy
+    assert repeated_stretch(cut) == cut[-len(echo):]
+    assert repeated_stretch(echo * 4 + "How do") is None                   # four is not yet a loop
+    assert repetition(echo * 5) == echo
+    assert repeated_stretch("[" + "0, " * 30 + "0]") is None               # thirty zeros are data
+    table = "".join(f"| {i} | {i * i} |\n" for i in range(40))
+    assert repetition(table) is None
+    assert repetition(Path(__file__).read_text()) is None                  # real text is not a loop
+    assert repetition("x" * 50_000 + "The end.") is None                   # only the tail is read
 
 
 def _conversation() -> Conversation:

@@ -35,6 +35,7 @@ def engine(tmp_path_factory):
 def chat(engine, qtbot, tmp_path):
     eng, upstream = engine
     upstream.bodies.clear()
+    upstream.pace_s = 0.0
     pool = WorkerPool()
     client = EngineClient(eng.url)
     panel = ChatPanel(pool, client, keep_folder=tmp_path / "kept")
@@ -158,8 +159,20 @@ def test_cut_off_and_looping_replies_say_so(chat, qtbot):
     result = ask(qtbot, panel, "More")
     assert result["stats"].stopped
     assert result["text"].count("The sea is blue.") < 30
-    assert "kept repeating" in panel.conversation.messages[-1].footer
-    assert "kept repeating" in panel.status.text()
+    assert "kept repeating itself" in panel.conversation.messages[-1].footer
+    assert "kept repeating “The sea is blue.”" in panel.status.text()
+
+    echo = "Tell me about the sea. 告诉我 service "        # a base model echoing the prompt
+    upstream.pace_s = 0.01          # the check runs as often as the reply is drawn (50 ms)
+    upstream.queue([chunk({"content": echo}) for _ in range(40)] + [chunk({}, "length")])
+    result = ask(qtbot, panel, "Tell me about the sea.")   # at once: the stopped stream's late end
+    assert result["stats"].stopped and result["text"].count(echo) < 40
+
+    panel.sampling.stop_loops.setChecked(False)            # the user's choice: let it run
+    upstream.queue([chunk({"content": echo}) for _ in range(40)] + [chunk({}, "length")])
+    result = ask(qtbot, panel, "Again")
+    assert not result["stats"].stopped and result["text"] == echo * 40
+    assert panel.conversation.messages[-1].footer.endswith("cut off: max tokens reached")
 
 
 def test_save_then_reopen_round_trips_and_finished_chats_are_kept(chat, qtbot, tmp_path):

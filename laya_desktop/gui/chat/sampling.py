@@ -2,10 +2,11 @@
 
 The repeat penalty is on by default (1.1, as Ollama and LM Studio do): small models otherwise loop
 one line until max tokens. 1.0 turns it off. Temperature is left to the model unless set.
+"Stop loops" (on by default) lets the panel end a reply that repeats itself anyway.
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 DEFAULT_REPEAT_PENALTY = 1.1
 DEFAULT_MAX_TOKENS = 1024
@@ -30,6 +31,9 @@ class SamplingControls(QWidget):
         self.repeat_penalty.setDecimals(2)
         self.repeat_penalty.setValue(DEFAULT_REPEAT_PENALTY)
         self.repeat_penalty.setToolTip(self.tr("makes repeating a recent token less likely; 1.00 = off"))
+        self.stop_loops = QCheckBox(self.tr("Stop loops"))
+        self.stop_loops.setChecked(True)
+        self.stop_loops.setToolTip(self.tr("stop a reply that keeps repeating the same text"))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for label, w in ((self.tr("Max tokens"), self.max_tokens),
@@ -37,6 +41,7 @@ class SamplingControls(QWidget):
                          (self.tr("Repeat penalty"), self.repeat_penalty)):
             layout.addWidget(QLabel(label))
             layout.addWidget(w)
+        layout.addWidget(self.stop_loops)
 
     def request_fields(self) -> dict:
         """The sampling fields of a chat request; a request value overrides the model's default."""
@@ -53,5 +58,7 @@ class SamplingControls(QWidget):
             value = saved.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 box.setValue(int(value) if box is self.max_tokens else float(value))
+        if isinstance(saved.get("stop_loops"), bool):
+            self.stop_loops.setChecked(saved["stop_loops"])
         if "temperature" not in saved:
             self.temperature.setValue(_UNSET_TEMPERATURE)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from laya_desktop.gui.chat.conversation import (
     Conversation, Message, autosave_path, conversations_dir, load_conversation, save_conversation,
 )
-from laya_desktop.gui.chat.repetition import repeated_line
+from laya_desktop.gui.chat.repetition import repeated_line, repetition
 from laya_desktop.gui.chat.sampling import SamplingControls
 from laya_desktop.gui.chat.transcript_view import TranscriptView
 from laya_desktop.gui.engine_client import ChatStream, EngineClient
@@ -36,7 +36,7 @@ def footer(stats, repeated: str | None = None) -> str:
     tps = stats.tokens_per_s
     parts.append(f"{tps:.1f} tok/s" if tps is not None else "tok/s —")
     if repeated is not None:
-        parts.append(QCoreApplication.translate("ChatPanel", "stopped: it kept repeating one line"))
+        parts.append(QCoreApplication.translate("ChatPanel", "stopped: it kept repeating itself"))
     elif stats.stopped:
         parts.append(QCoreApplication.translate("ChatPanel", "stopped"))
     elif stats.finish_reason == "length":
@@ -213,8 +213,10 @@ class ChatPanel(QWidget):
         self._update_buttons()
         self.status.setText(self.tr("waiting for the first token…"))
         self._worker = self.pool.stream(self.client.chat_stream, body, stream,
-                                        yielded=self._on_item, returned=lambda _r: self._done(None),
-                                        errored=self._done, on_quit=stream.cancel)
+                                        yielded=lambda item: self._on_item(item, stream),
+                                        returned=lambda _r: self._done(None, stream),
+                                        errored=lambda e: self._done(e, stream),
+                                        on_quit=stream.cancel)
         self.reply_started.emit()
         return True
 
@@ -222,16 +224,17 @@ class ChatPanel(QWidget):
         """Close the stream and end the reply now; the worker's late signals are ignored."""
         if self._worker is not None:
             self._worker.quit()
-            self._done(None)
+            self._done(None, self._stream)
 
-    def _on_item(self, item) -> None:
-        if self._stream is None or self._reply is None:
-            return
+    def _on_item(self, item, stream: ChatStream) -> None:
+        if stream is not self._stream or self._reply is None:
+            return  # a stopped stream's late items: a new reply may be streaming already
         if isinstance(item, str):
             self._reply.text += item
             self.token_received.emit(item)
-            if "\n" in item:
-                self._repeated = repeated_line(self._reply.text)
+            # a line loop may arrive faster than the redraw; its check is cheap enough per line
+            if "\n" in item and self.sampling.stop_loops.isChecked():
+                self._repeated = repeated_line(self._reply.text[-4096:])
                 if self._repeated is not None:
                     self.stop()
                     return
@@ -241,14 +244,22 @@ class ChatPanel(QWidget):
             self._redraw.start()
 
     def _redraw_reply(self) -> None:
-        if self._reply is not None and self.conversation.messages \
-                and self.conversation.messages[-1] is self._reply:
-            self.view.redraw_last()
+        if self._reply is None or not self.conversation.messages \
+                or self.conversation.messages[-1] is not self._reply:
+            return
+        if self.sampling.stop_loops.isChecked():   # checked as often as drawn, not per token
+            self._repeated = repetition(self._reply.text)
+            if self._repeated is not None:
+                self.stop()
+                return
+        self.view.redraw_last()
 
-    def _done(self, error: Exception | None) -> None:
-        stream, self._stream, self._worker = self._stream, None, None
+    def _done(self, error: Exception | None, stream: ChatStream | None) -> None:
+        if stream is None or stream is not self._stream:
+            return  # the late end of a stream that was stopped
+        self._stream, self._worker = None, None
         reply, self._reply = self._reply, None
-        if stream is None or reply is None:
+        if reply is None:
             return
         self._redraw.stop()
         stats = stream.stats
@@ -268,8 +279,8 @@ class ChatPanel(QWidget):
             self._keep()
         self._update_buttons()
         if self._repeated is not None:
-            self.status.setText(self.tr("stopped: the reply kept repeating “{line}”").format(
-                line=self._repeated[:60]))
+            self.status.setText(self.tr("stopped: the reply kept repeating “{text}”").format(
+                text=" ".join(self._repeated.split())[:60]))
         else:
             self.status.setText(self.tr("stopped") if stats.stopped
                                 else ("" if error is None else str(error)))
@@ -286,7 +297,8 @@ class ChatPanel(QWidget):
     # --- conversations -------------------------------------------------------------------------
     def settings(self) -> dict:
         return {"model": self.model.currentData(), "system": self.system.text().strip(),
-                "tags": self._tags(), **self.sampling.request_fields()}
+                "tags": self._tags(), **self.sampling.request_fields(),
+                "stop_loops": self.sampling.stop_loops.isChecked()}
 
     def _snapshot(self) -> Conversation:
         snapshot = copy.deepcopy(self.conversation)
