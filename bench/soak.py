@@ -1,10 +1,10 @@
 """Soak: a real engine under mixed load for N minutes, with a memory squeeze every few minutes.
 
 The script writes a config with two tiny GGUF models (llama.cpp runners) and a remote target served
-by a strict loopback upstream (bench/soak_upstream.py: it refuses a wrong model name, a wrong key or
-a leftover `tags` field, and answers 503 now and then so the fallback runs), starts the engine, and
-drives it with a fixed number of clients sending chat and completions, streamed or not, local and
-remote, with tools on the remote. Every `--squeeze-every` seconds it squeezes memory through the
+by a strict loopback upstream (tests/strict_upstream.py: it refuses a wrong model name, a wrong
+key or a leftover `tags` field, and answers 503 now and then so the fallback runs), starts the
+engine, and drives it with a fixed number of clients sending chat and completions, streamed or
+not, local and remote, with tools on the remote. Every `--squeeze-every` seconds it squeezes memory through the
 admin API: PUT /admin/config with `reserved_system_gb` above the RAM available, held for
 `--squeeze-hold` seconds, then the old config back; the guard unloads the models (busy ones last,
 their requests ending in 503) and refuses loads until the limit is restored.
@@ -42,10 +42,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "bench"))
 from engine_harness import EngineProcess, free_port  # noqa: E402
 from gguf_factory import write_tiny_gguf  # noqa: E402
-from soak_upstream import StrictUpstream  # noqa: E402
+from strict_upstream import StrictUpstream  # noqa: E402
 
 GIB = 1 << 30
 MB = 1_000_000

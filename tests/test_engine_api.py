@@ -9,7 +9,8 @@ import openai
 import pytest
 import yaml
 
-from engine_harness import running_engine
+from engine_harness import free_port, running_engine
+from strict_upstream import StrictUpstream
 
 # Long enough to hold a slot for seconds even on the tiny model (about 1,000 tokens/s).
 LONG = {"messages": [{"role": "user", "content": "go"}], "max_tokens": 30000}
@@ -351,35 +352,89 @@ def test_queue_timeout_is_503(tiny_gguf, tmp_path):
         assert r.json()["error"]["code"] == "queue_timeout"
 
 
-def test_remote_backend_through_second_engine(engine, tmp_path, tiny_gguf):
+@pytest.fixture
+def strict_upstream():
+    upstream = StrictUpstream("upstream-name-7", "k-123", free_port()).start()
+    yield upstream
+    upstream.stop()
+
+
+def test_remote_backend_sends_its_model_name_and_key_and_no_tags(strict_upstream, tmp_path):
+    remote = {"backend": "openai", "base_url": strict_upstream.url}
     config = {
         "models": [
-            {"name": "cloud", "backend": "openai", "base_url": engine.url + "/v1",
-             "api_key_env": "LAYA_TEST_REMOTE_KEY", "remote_model": "tiny"},
+            {"name": "cloud", **remote, "api_key_env": "LAYA_TEST_REMOTE_KEY",
+             "remote_model": "upstream-name-7"},
             {"name": "dead", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"},
+            # controls: the upstream refuses what a wrong remote_model or api_key_env would send
+            {"name": "no-remote-name", **remote, "api_key_env": "LAYA_TEST_REMOTE_KEY"},
+            {"name": "other-key", **remote, "api_key_env": "LAYA_TEST_OTHER_KEY",
+             "remote_model": "upstream-name-7"},
         ],
         "routes": [
             {"name": "flaky", "match": {"tags": ["flaky"]}, "target": "dead", "fallback": ["cloud"]},
             {"name": "default", "target": "cloud"},
         ],
     }
-    with running_engine(config, tmp_path, env={"LAYA_TEST_REMOTE_KEY": "k"}) as front:
+    env = {"LAYA_TEST_REMOTE_KEY": "k-123", "LAYA_TEST_OTHER_KEY": "not-the-key"}
+    with running_engine(config, tmp_path, env=env) as front:
         sdk = openai.OpenAI(base_url=front.url + "/v1", api_key="unused", max_retries=0)
+        hi = [{"role": "user", "content": "hi"}]
         raw = sdk.chat.completions.with_raw_response.create(
-            model="auto", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
+            model="auto", messages=hi, max_tokens=4, extra_body={"tags": ["chat"]},
+            extra_headers={"X-Laya-Tags": "header-tag"})
         assert raw.headers["x-laya-model"] == "cloud"
         assert raw.parse().usage.completion_tokens == 4
-        chunks = list(sdk.chat.completions.create(
-            model="auto", messages=[{"role": "user", "content": "hi"}], max_tokens=4, stream=True))
+        chunks = list(sdk.chat.completions.create(model="auto", messages=hi, max_tokens=4,
+                                                  stream=True, extra_body={"tags": ["chat"]}))
         assert chunks[-1].choices[0].finish_reason == "length"
         raw = sdk.chat.completions.with_raw_response.create(
-            model="auto", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
-            extra_body={"tags": ["flaky"]})
+            model="auto", messages=hi, max_tokens=2, extra_body={"tags": ["flaky"]})
         assert raw.headers["x-laya-model"] == "cloud"
         assert raw.headers["x-laya-fallback-from"] == "dead"
+        assert strict_upstream.counts == {"served": 3, "refused": 0, "failed_on_purpose": 0}
+        assert {(s["authorization"], s["model"]) for s in strict_upstream.seen} == \
+            {("Bearer k-123", "upstream-name-7")}
+        assert all("tags" not in s["fields"] for s in strict_upstream.seen)
         with pytest.raises(openai.APIStatusError) as info:
             sdk.chat.completions.create(model="dead", messages=[{"role": "user", "content": "x"}])
         assert info.value.status_code == 502
+        for name, why in (("no-remote-name", "wrong model: 'no-remote-name'"),
+                          ("other-key", "wrong key: 'Bearer not-the-key'")):
+            with pytest.raises(openai.APIStatusError):
+                sdk.chat.completions.create(model=name, messages=hi, max_tokens=2)
+            assert strict_upstream.refusals[-1] == why
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_fallback_after_a_remote_429_or_5xx(strict_upstream, tiny_gguf, tmp_path, status):
+    strict_upstream.fail_every, strict_upstream.fail_status = 1, status   # every request fails
+    local = tiny_config(tiny_gguf)["models"][0]
+    config = {
+        "models": [{"name": "cloud", "backend": "openai", "base_url": strict_upstream.url,
+                    "api_key_env": "LAYA_TEST_REMOTE_KEY", "remote_model": "upstream-name-7"},
+                   local],
+        "routes": [{"name": "out", "match": {"tags": ["out"]}, "target": "cloud",
+                    "fallback": ["tiny"]},
+                   {"name": "default", "target": "cloud"}],
+    }
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    with running_engine(config, tmp_path, env={"LAYA_TEST_REMOTE_KEY": "k-123"}) as front, \
+            front.client() as c:
+        r = c.post("/v1/chat/completions", json={**chat, "tags": ["out"]})
+        assert r.status_code == 200, r.text
+        assert r.headers["x-laya-model"] == "tiny" and r.headers["x-laya-fallback-from"] == "cloud"
+        with c.stream("POST", "/v1/chat/completions",
+                      json={**chat, "tags": ["out"], "stream": True}) as s:
+            lines = [line for line in s.iter_lines() if line]
+            assert s.headers["x-laya-model"] == "tiny"
+        assert lines[-1] == "data: [DONE]" and not [l for l in lines if '"error"' in l]
+        assert strict_upstream.counts["failed_on_purpose"] == 2
+        r = c.post("/v1/chat/completions", json=chat)        # no fallback: the upstream's answer
+        assert r.status_code == (429 if status == 429 else 502), r.text
+        assert r.json()["error"]["code"] == "remote_error"
+        if status in (429, 503):                              # its Retry-After passed on
+            assert r.headers["retry-after"] == "1"
 
 
 def test_remote_that_breaks_off_mid_stream_ends_in_an_error_event(tiny_gguf, tmp_path):

@@ -193,10 +193,12 @@ async def _send(client: httpx.AsyncClient, served, url: str, payload: dict,
     if response.status_code >= 400:
         detail = redact_key((await response.aread()).decode("utf-8", "replace"), model)[:500]
         await response.aclose()
+        # The upstream's Retry-After reaches the client; a 429 without one still says to retry.
+        hint = response.headers.get("retry-after") or ("1" if response.status_code == 429 else None)
         error = ApiError(response.status_code if response.status_code < 500 else 502,
                          f"remote model '{model.name}' answered {response.status_code}: {detail}",
                          "server_error" if response.status_code >= 500 else "invalid_request_error",
-                         "remote_error")
+                         "remote_error", headers={"Retry-After": hint} if hint else None)
         if response.status_code in (408, 429) or response.status_code >= 500:
             raise RemoteError(error)
         raise error

@@ -1,9 +1,10 @@
-"""The soak's remote target: a strict OpenAI-style upstream on loopback.
+"""A strict OpenAI-style upstream on loopback, for remote targets in tests and bench/soak.py.
 
 It answers chat completions (streamed or not, a tool call when the request offers tools) only when
 the request names the configured upstream model, carries the configured key and has no Laya-only
-fields (`tags`) left in it; anything else is a 400 or 401 that the soak counts as a failure. Every
-`fail_every`-th request answers 503 with Retry-After, so the rule's fallback gets exercised.
+fields (`tags`) left in it; anything else is a 400 or 401, and `refusals` says why. Every
+`fail_every`-th request answers `fail_status` (503 by default; 429 and 503 with Retry-After), so a
+rule's fallback gets exercised. `seen` keeps what each request carried (key, model, body fields).
 """
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from starlette.routing import Route
 
 class StrictUpstream:
     def __init__(self, model: str, key: str, port: int, fail_every: int = 0,
-                 token_delay_s: float = 0.01):
+                 token_delay_s: float = 0.01, fail_status: int = 503):
         self.model, self.key, self.port = model, key, port
         self.fail_every, self.token_delay_s = fail_every, token_delay_s
+        self.fail_status = fail_status
+        self.seen: list[dict] = []
         self.counts = {"served": 0, "refused": 0, "failed_on_purpose": 0}
         self.refusals: list[str] = []
         self._n = 0
@@ -63,9 +66,13 @@ class StrictUpstream:
         return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
     async def chat(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            if len(self.seen) < 1000:
+                self.seen.append({"authorization": request.headers.get("authorization"),
+                                  "model": body.get("model"), "fields": sorted(body)})
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return self._refuse(401, f"wrong key: {request.headers.get('authorization')!r}")
-        body = await request.json()
         if body.get("model") != self.model:
             return self._refuse(400, f"wrong model: {body.get('model')!r}")
         if "tags" in body:
@@ -75,9 +82,10 @@ class StrictUpstream:
             fail = self.fail_every and self._n % self.fail_every == 0
             self.counts["failed_on_purpose" if fail else "served"] += 1
         if fail:
+            hint = {"Retry-After": "1"} if self.fail_status in (429, 503) else None
             return JSONResponse({"error": {"message": "overloaded", "type": "server_error",
-                                           "code": "overloaded"}}, status_code=503,
-                                headers={"Retry-After": "1"})
+                                           "code": "overloaded"}}, status_code=self.fail_status,
+                                headers=hint)
         n = max(1, min(int(body.get("max_tokens") or 16), 64))
         tool = (body.get("tools") or [None])[0]
         if body.get("stream"):
