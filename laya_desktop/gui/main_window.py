@@ -1,4 +1,4 @@
-"""The main window: five panels in tabs, the menus and the status bar. Wiring only."""
+"""The main window: six panels in tabs, the menus and the status bar. Wiring only."""
 from __future__ import annotations
 
 from PySide6.QtCore import QUrl
@@ -14,12 +14,13 @@ from laya_desktop.gui.panels.chat_panel import ChatPanel
 from laya_desktop.gui.panels.loadtest_panel import LoadTestPanel
 from laya_desktop.gui.panels.models_panel import ModelsPanel
 from laya_desktop.gui.panels.monitor_panel import MonitorPanel
+from laya_desktop.gui.panels.requests_panel import RequestsPanel
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.poller import EnginePoller
 from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.workers import WorkerPool
 
-PANELS = ("models", "routes", "monitor", "chat", "loadtest")
+PANELS = ("models", "routes", "monitor", "requests", "chat", "loadtest")
 WORKER_WAIT_MS = 3000   # every worker is woken first, so this bound is only reached by a bug
 
 
@@ -38,12 +39,13 @@ class MainWindow(QMainWindow):
             "models": ModelsPanel(self.pool, self.doc),
             "routes": RoutesPanel(self.pool, self.doc),
             "monitor": MonitorPanel(),
+            "requests": RequestsPanel(self.pool, client),
             "chat": ChatPanel(self.pool, client),
             "loadtest": LoadTestPanel(self.pool, self.engine.address, api_key),
         }
         self.tabs = QTabWidget()
-        titles = (self.tr("Models"), self.tr("Routes"), self.tr("Monitor"), self.tr("Chat"),
-                  self.tr("Load test"))
+        titles = (self.tr("Models"), self.tr("Routes"), self.tr("Monitor"), self.tr("Requests"),
+                  self.tr("Chat"), self.tr("Load test"))
         for key, title in zip(PANELS, titles):
             self.tabs.addTab(self.panels[key], title)
         self.setCentralWidget(self.tabs)
@@ -131,8 +133,10 @@ class MainWindow(QMainWindow):
         if state == UP:
             self.doc.refresh()
             self.poller.start()
+            self.panels["requests"].start()
         else:
             self.poller.stop()
+            self.panels["requests"].stop()
 
     def _on_models(self, rows: list[dict]) -> None:
         loaded = sum(1 for r in rows if r.get("state") in ("ready", "busy"))
@@ -160,6 +164,7 @@ class MainWindow(QMainWindow):
         self._closed = True
         self.poller.stop()
         self.panels["monitor"].stop()
+        self.panels["requests"].stop()
         self.panels["chat"].shutdown()
         self.engine.abort_pending()
         self.workers_ended = self.pool.shutdown(timeout_ms=WORKER_WAIT_MS)

@@ -98,6 +98,7 @@ class ScreenshotDirector(QObject):
             models = self.window.panel("models")
             if models.model.rowCount():
                 models.table.selectRow(0)
+            self.window.panel("requests").select_latest()  # its detail shows why it went there
             self._step = "shoot"
             self._step_timer.start(1500)  # the explanation and a few more samples arrive
         elif self._step == "shoot":

@@ -1,4 +1,4 @@
-"""`laya gui --screenshot DIR --quit-after S` in a subprocess: five pictures, exit 0, no engine left."""
+"""`laya gui --screenshot DIR --quit-after S` in a subprocess: six pictures, exit 0, no engine left."""
 from __future__ import annotations
 
 import re
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import engine_processes, free_port, gui_config, write_config
 
-PICTURES = ("models", "routes", "monitor", "chat", "loadtest")
+PICTURES = ("models", "routes", "monitor", "requests", "chat", "loadtest")
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -59,8 +59,8 @@
         <translation>模型 {model}</translation>
     </message>
     <message>
-        <source>stopped: it kept repeating itself</source>
-        <translation>已停止：回复一直在重复</translation>
+        <source>stopped: it kept repeating one line</source>
+        <translation>已停止：一直在重复同一行</translation>
     </message>
     <message>
         <source>stopped</source>
@@ -155,8 +155,8 @@
         <translation>错误：{error}</translation>
     </message>
     <message>
-        <source>stopped: the reply kept repeating “{text}”</source>
-        <translation>已停止：回复一直在重复“{text}”</translation>
+        <source>stopped: the reply kept repeating “{line}”</source>
+        <translation>已停止：回复一直在重复“{line}”</translation>
     </message>
     <message>
         <source>opened {path}</source>
@@ -409,6 +409,10 @@
     <message>
         <source>engine: {state}</source>
         <translation>引擎：{state}</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求</translation>
     </message>
 </context>
 <context>
@@ -1090,6 +1094,139 @@
     </message>
 </context>
 <context>
+    <name>RequestLogModel</name>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>API</source>
+        <translation>API</translation>
+    </message>
+    <message>
+        <source>Rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Fallback</source>
+        <translation>回退</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Tokens</source>
+        <translation>令牌</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>耗时</translation>
+    </message>
+    <message>
+        <source>{prompt} ({cached} cached) → {completion}</source>
+        <translation>{prompt}（{cached} 已缓存）→ {completion}</translation>
+    </message>
+    <message>
+        <source>from {model}</source>
+        <translation>来自 {model}</translation>
+    </message>
+</context>
+<context>
+    <name>RequestWhy</name>
+    <message>
+        <source>Request #{seq} at {time}: {path} ({api})</source>
+        <translation>请求 #{seq}，{time}：{path}（{api}）</translation>
+    </message>
+    <message>
+        <source>The client named the model {model}: no rule was consulted.</source>
+        <translation>客户端指定了模型 {model}：未查询任何规则。</translation>
+    </message>
+    <message>
+        <source>Rule {rule} sent it to {model}; the answer was {status}.</source>
+        <translation>规则 {rule} 将其发送到 {model}；响应状态为 {status}。</translation>
+    </message>
+    <message>
+        <source>no model</source>
+        <translation>无模型</translation>
+    </message>
+    <message>
+        <source>No rule routed it; the answer was {status}.</source>
+        <translation>没有规则路由该请求；响应状态为 {status}。</translation>
+    </message>
+    <message>
+        <source>The engine recorded no routing detail for this request.</source>
+        <translation>引擎没有记录此请求的路由详情。</translation>
+    </message>
+    <message>
+        <source>Why it matched:</source>
+        <translation>匹配原因：</translation>
+    </message>
+    <message>
+        <source>Earlier rules passed over:</source>
+        <translation>跳过的前序规则：</translation>
+    </message>
+    <message>
+        <source>… and {n} more</source>
+        <translation>……另有 {n} 条</translation>
+    </message>
+    <message>
+        <source>It is the first rule that holds: no earlier rule was passed over.</source>
+        <translation>这是第一条成立的规则：没有跳过前面的规则。</translation>
+    </message>
+    <message>
+        <source>Candidates, in the order tried: {models}</source>
+        <translation>候选模型（按尝试顺序）：{models}</translation>
+    </message>
+    <message>
+        <source>{model} could not serve it ({code})</source>
+        <translation>{model} 无法处理（{code}）</translation>
+    </message>
+    <message>
+        <source>Served by the fallback {model} instead of {target}.</source>
+        <translation>由回退模型 {model} 代替 {target} 处理。</translation>
+    </message>
+    <message>
+        <source>Tokens: {tokens}; time to first token {ttft}; duration {duration}</source>
+        <translation>令牌：{tokens}；首个令牌用时 {ttft}；耗时 {duration}</translation>
+    </message>
+</context>
+<context>
+    <name>RequestsPanel</name>
+    <message>
+        <source>Rule:</source>
+        <translation>规则：</translation>
+    </message>
+    <message>
+        <source>Model:</source>
+        <translation>模型：</translation>
+    </message>
+    <message>
+        <source>Status:</source>
+        <translation>状态：</translation>
+    </message>
+    <message>
+        <source>all</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>Select a request to see where it went and why.</source>
+        <translation>选择一个请求，查看它被发往何处以及原因。</translation>
+    </message>
+    <message>
+        <source>Cannot read the request log: {error}</source>
+        <translation>无法读取请求日志：{error}</translation>
+    </message>
+    <message>
+        <source>{shown} of {total} requests</source>
+        <translation>显示 {shown} / 共 {total} 个请求</translation>
+    </message>
+</context>
+<context>
     <name>RoutesPanel</name>
     <message>
         <source>Add</source>
@@ -1215,22 +1352,6 @@
         <source>explain failed: {error}</source>
         <translation>解释失败：{error}</translation>
     </message>
-    <message>
-        <source>What if…</source>
-        <translation>假如…</translation>
-    </message>
-    <message>
-        <source>Replay recent requests against the edited rules and show what would change, without applying</source>
-        <translation>用编辑后的规则重放最近的请求，显示会有哪些变化，但不应用</translation>
-    </message>
-    <message>
-        <source>Try a request</source>
-        <translation>试一个请求</translation>
-    </message>
-    <message>
-        <source>Distribution</source>
-        <translation>分布</translation>
-    </message>
 </context>
 <context>
     <name>RuleCommands</name>
@@ -1333,18 +1454,6 @@
         <source>Path</source>
         <translation>路径</translation>
     </message>
-    <message>
-        <source>more models sharing the requests, e.g. a, b (weighted: b=3; spillover: b=4 in flight)</source>
-        <translation>分担请求的更多模型，例如 a, b（weighted：b=3；spillover：b=4 个进行中）</translation>
-    </message>
-    <message>
-        <source>Targets</source>
-        <translation>目标</translation>
-    </message>
-    <message>
-        <source>Strategy</source>
-        <translation>策略</translation>
-    </message>
 </context>
 <context>
     <name>RulesModel</name>
@@ -1383,14 +1492,6 @@
         <source>Repeat penalty</source>
         <translation>重复惩罚</translation>
     </message>
-    <message>
-        <source>Stop loops</source>
-        <translation>停止循环</translation>
-    </message>
-    <message>
-        <source>stop a reply that keeps repeating the same text</source>
-        <translation>停止一直重复相同内容的回复</translation>
-    </message>
 </context>
 <context>
     <name>ScreenshotDirector</name>
@@ -1420,112 +1521,6 @@
     <message>
         <source>Copy</source>
         <translation>复制</translation>
-    </message>
-</context>
-<context>
-    <name>DistributionView</name>
-    <message>
-        <source>last 5 minutes</source>
-        <translation>最近 5 分钟</translation>
-    </message>
-    <message>
-        <source>last hour</source>
-        <translation>最近 1 小时</translation>
-    </message>
-    <message>
-        <source>last 24 hours</source>
-        <translation>最近 24 小时</translation>
-    </message>
-    <message>
-        <source>Refresh</source>
-        <translation>刷新</translation>
-    </message>
-    <message>
-        <source>Rule</source>
-        <translation>规则</translation>
-    </message>
-    <message>
-        <source>Requests</source>
-        <translation>请求数</translation>
-    </message>
-    <message>
-        <source>Share</source>
-        <translation>占比</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>could not read the distribution: {error}</source>
-        <translation>无法读取分布：{error}</translation>
-    </message>
-    <message>
-        <source>{total} requests in the window.</source>
-        <translation>时间窗口内共 {total} 个请求。</translation>
-    </message>
-    <message>
-        <source>(The request log holds less than the window.)</source>
-        <translation>（请求日志保存的时间短于该窗口。）</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{share:.0%} of them went to model {model}.&lt;/b&gt;</source>
-        <translation>&lt;b&gt;其中 {share:.0%} 发往了模型 {model}。&lt;/b&gt;</translation>
-    </message>
-</context>
-<context>
-    <name>WhatIfView</name>
-    <message>
-        <source>Edit the rules, then press “What if…” to replay recent requests against them before applying.</source>
-        <translation>先编辑规则，再按“假如…”在应用之前用它们重放最近的请求。</translation>
-    </message>
-    <message>
-        <source>Rule or model</source>
-        <translation>规则或模型</translation>
-    </message>
-    <message>
-        <source>Before</source>
-        <translation>之前</translation>
-    </message>
-    <message>
-        <source>After</source>
-        <translation>之后</translation>
-    </message>
-    <message>
-        <source>Change</source>
-        <translation>变化</translation>
-    </message>
-    <message>
-        <source>Request</source>
-        <translation>请求</translation>
-    </message>
-    <message>
-        <source>Requests that would move</source>
-        <translation>会改变路由的请求</translation>
-    </message>
-    <message>
-        <source>replaying recent requests…</source>
-        <translation>正在重放最近的请求…</translation>
-    </message>
-    <message>
-        <source>what-if failed:</source>
-        <translation>假如分析失败：</translation>
-    </message>
-    <message>
-        <source>No requests logged yet: nothing to replay.</source>
-        <translation>尚未记录任何请求：没有可重放的内容。</translation>
-    </message>
-    <message>
-        <source>{changed} of {replayed} recent requests would change route.</source>
-        <translation>最近 {replayed} 个请求中有 {changed} 个会改变路由。</translation>
-    </message>
-    <message>
-        <source>rule</source>
-        <translation>规则</translation>
-    </message>
-    <message>
-        <source>model</source>
-        <translation>模型</translation>
     </message>
 </context>
 </TS>
