@@ -2,63 +2,20 @@
 targets two loopback OpenAI-compatible upstreams (one ten times slower) that count what they get."""
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from engine_harness import running_engine
+from loopback_upstream import chat_upstreams
 
 FAST_S, SLOW_S = 0.02, 0.2
 
 
-class _Upstream(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, name: str, delay_s: float):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.name, self.delay_s, self.hits = name, delay_s, 0
-        self.lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Upstream
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        with self.server.lock:
-            self.server.hits += 1
-        time.sleep(self.server.delay_s)
-        body = json.dumps({
-            "id": "x", "object": "chat.completion", "created": 0, "model": self.server.name,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f"from {self.server.name}"}}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def upstreams():
-    servers = {"fast": _Upstream("fast", FAST_S), "slow": _Upstream("slow", SLOW_S)}
-    for server in servers.values():
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield servers
-    for server in servers.values():
-        server.shutdown()
+    with chat_upstreams(fast=FAST_S, slow=SLOW_S) as servers:
+        yield servers
 
 
 def _config(upstreams, **server) -> dict:

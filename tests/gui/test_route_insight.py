@@ -2,10 +2,6 @@
 loopback OpenAI-compatible upstreams; the rule editor keeps a rule's targets and strategy."""
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import httpx
 import pytest
 
@@ -15,41 +11,23 @@ from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.panels.rule_editor import RuleEditor, parse_targets, targets_text
 from laya_desktop.gui.workers import WorkerPool
-
-
-class _Answer(BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "ok"}}],
-                           "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+from loopback_upstream import chat_upstreams
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{upstream.server_port}/v1"
-    config = {"models": [{"name": "big", "backend": "openai", "base_url": url},
-                         {"name": "small", "backend": "openai", "base_url": url}],
-              "routes": [{"name": "code", "match": {"keywords": ["python"]}, "target": "small"},
-                         {"name": "default", "target": "big"}]}
-    with running_engine(config, tmp_path_factory.mktemp("insight")) as eng:
-        with httpx.Client(base_url=eng.url) as c:
-            for text in ["write python"] * 2 + ["hello there"] * 10:
-                body = {"model": "auto", "messages": [{"role": "user", "content": text}]}
-                assert c.post("/v1/chat/completions", json=body).status_code == 200
-        yield eng
-    upstream.shutdown()
+    with chat_upstreams(upstream=0.0) as servers:
+        url = servers["upstream"].base_url
+        config = {"models": [{"name": "big", "backend": "openai", "base_url": url},
+                             {"name": "small", "backend": "openai", "base_url": url}],
+                  "routes": [{"name": "code", "match": {"keywords": ["python"]}, "target": "small"},
+                             {"name": "default", "target": "big"}]}
+        with running_engine(config, tmp_path_factory.mktemp("insight")) as eng:
+            with httpx.Client(base_url=eng.url) as c:
+                for text in ["write python"] * 2 + ["hello there"] * 10:
+                    body = {"model": "auto", "messages": [{"role": "user", "content": text}]}
+                    assert c.post("/v1/chat/completions", json=body).status_code == 200
+            yield eng
 
 
 @pytest.fixture
