@@ -38,7 +38,7 @@ def test_least_loaded_splits_two_equal_targets_45_to_55(seed):
 def test_least_loaded_first_pick_is_random_not_the_first_listed(seed):
     firsts = Counter(TargetPool(("a", "b", "c"), "least_loaded", rng=random.Random(seed * 100 + i))
                      .order(TargetBook())[0] for i in range(60))
-    assert set(firsts) == {"a", "b", "c"}   # LiteLLM's ties all go to the first deployment
+    assert set(firsts) == {"a", "b", "c"}   # not always the first listed
 
 
 def test_least_loaded_prefers_fewer_in_flight():
