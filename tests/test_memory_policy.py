@@ -38,7 +38,7 @@ def m(name, last_used, gib=1.0, pinned=False, busy=False, vram_gib=0.0) -> Loade
 ])
 def test_band_is_at_most_5_percent_and_1_gib(total, band):
     assert band_bytes(total) == band
-    assert band_bytes(total) <= 0.10 * total or total == 0  # DESIGN.md: at most 10 % of RAM
+    assert band_bytes(total) <= 0.10 * total or total == 0  # ARCHITECTURE.md: at most 10 % of RAM
 
 
 # -- pressure -------------------------------------------------------------------------------------
@@ -211,7 +211,7 @@ def test_plan_idle_unloads(loaded, now, ttl, expected):
 
 
 def test_policy_module_is_pure():
-    """No I/O, logging or clock in the policy module (STYLE.md)."""
+    """No I/O, logging or clock in the policy module (docs/ARCHITECTURE.md, Layers)."""
     import inspect
 
     import laya_desktop.engine.memory_policy as policy

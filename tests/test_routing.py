@@ -42,7 +42,7 @@ def chat(*user: str, model=None, tags=None, system=None) -> dict:
 
 
 def reference(cfg: Config, req: RouteRequest) -> Decision | None:
-    """The semantics of DESIGN.md, written the obvious slow way."""
+    """The semantics in docs/ARCHITECTURE.md ("What the rules see"), the obvious slow way."""
     if req.model in {m.name for m in cfg.models}:
         return Decision(None, req.model, (), True)
     for r in cfg.routes:

@@ -1,8 +1,8 @@
 """Which models to unload, and whether a new one fits: pure functions over plain data.
 
-No I/O, no logging, no clock (STYLE.md "policy apart from effects"): the memory guard and the
-model manager gather a MemoryState and the loaded models, ask these functions, and carry out the
-answer themselves. Tests drive them with tables of cases.
+No I/O, no logging, no clock (docs/ARCHITECTURE.md, "policy apart from effects"): the memory
+guard and the model manager gather a MemoryState and the loaded models, ask these functions, and
+carry out the answer themselves. Tests drive them with tables of cases.
 
 Accounting. Weights loaded with mmap are page cache: the kernel counts them as *available*, and
 under pressure drops them, after which the model re-reads its weights from disk on every token.
@@ -15,10 +15,10 @@ buffers) is spent from it.
 Hysteresis. The guard starts releasing when a limit is crossed and keeps releasing (one model per
 sample) until it is back under the limits by a band, so that it does not stop a hair under the
 limit and fire again on the next sample. The band is min(5 % of total, 1 GiB) for RAM (and the
-same rule over total VRAM): DESIGN.md caps it at 10 % of RAM so that a model can be loaded again
-once pressure is gone; 5 % / 1 GiB is enough to absorb sampling noise and the growth of a busy
-KV cache while leaving room to reload. Admission, in turn, refuses a load that would cross a limit,
-so a load can never itself trigger the guard.
+same rule over total VRAM): docs/ARCHITECTURE.md caps it at 10 % of RAM so that a model can be
+loaded again once pressure is gone; 5 % / 1 GiB is enough to absorb sampling noise and the growth
+of a busy KV cache while leaving room to reload. Admission, in turn, refuses a load that would
+cross a limit, so a load can never itself trigger the guard.
 """
 from __future__ import annotations
 

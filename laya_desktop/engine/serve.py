@@ -65,7 +65,7 @@ def run_serve(args) -> int:
     return 0
 
 
-PARENT_GONE_EXIT_S = 1.5  # DESIGN: the engine is gone within 2 s of losing the app that started it
+PARENT_GONE_EXIT_S = 1.5  # the engine is gone within 2 s of losing the app that started it
 PARENT_GONE_DRAIN_S = 0.3
 
 

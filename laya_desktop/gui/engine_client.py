@@ -1,7 +1,8 @@
 """The engine's HTTP API as plain blocking calls. Qt-free: the GUI runs every call in a worker.
 
-Each method is one request of DESIGN.md's API. Errors come back as `EngineError` with the engine's
-message (and for a refused config, its path-qualified error list), so panels can show them as is.
+Each method is one request of the engine's HTTP API (docs/ARCHITECTURE.md). Errors come back as
+`EngineError` with the engine's message (and for a refused config, its path-qualified error list),
+so panels can show them as is.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The engine's event log and request log, each a SeqRing of plain dicts.
 
 Events mark the plots in the GUI: loads, unloads, refusals, crashes. Record an event once its
-effect is real (DESIGN.md): `model_unloaded` / `emergency_unload` after the runner has exited,
-`runner_crashed` before the requests it hit are answered.
+effect is real (docs/ARCHITECTURE.md, "Events and logs"): `model_unloaded` / `emergency_unload`
+after the runner has exited, `runner_crashed` before the requests it hit are answered.
 """
 from __future__ import annotations
 
