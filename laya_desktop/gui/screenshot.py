@@ -14,8 +14,9 @@ from PySide6.QtCore import QObject, QTimer
 from laya_desktop.gui.engine_controller import DOWN, UP
 from laya_desktop.gui.main_window import PANELS, MainWindow
 
-# A Markdown reply with a code box (SmolLM2 answers this one with a fenced Python block).
-CHAT_PROMPT = "How do I reverse a list in Python? Show code."
+# A Markdown reply with a code box: SmolLM2 (the shipped default) answers this one, at temperature 0,
+# with a fenced Python block. A base model such as gemma-270m loops instead, and the chat stops it.
+CHAT_PROMPT = "Python code to reverse a list, in a Markdown code block:"
 
 
 class ScreenshotDirector(QObject):
@@ -68,6 +69,7 @@ class ScreenshotDirector(QObject):
         if self._step == "chat":
             chat = self.window.panel("chat")
             chat.max_tokens.setValue(160)
+            chat.sampling.temperature.setValue(0.0)   # the same picture each run
             chat.reply_finished.connect(self._after_chat)
             self.window.tabs.setCurrentWidget(chat)
             chat.send(CHAT_PROMPT)

@@ -59,8 +59,8 @@
         <translation>模型 {model}</translation>
     </message>
     <message>
-        <source>stopped: it kept repeating one line</source>
-        <translation>已停止：一直在重复同一行</translation>
+        <source>stopped: it kept repeating itself</source>
+        <translation>已停止：回复一直在重复</translation>
     </message>
     <message>
         <source>stopped</source>
@@ -155,8 +155,8 @@
         <translation>错误：{error}</translation>
     </message>
     <message>
-        <source>stopped: the reply kept repeating “{line}”</source>
-        <translation>已停止：回复一直在重复“{line}”</translation>
+        <source>stopped: the reply kept repeating “{text}”</source>
+        <translation>已停止：回复一直在重复“{text}”</translation>
     </message>
     <message>
         <source>opened {path}</source>
@@ -1491,6 +1491,14 @@
     <message>
         <source>Repeat penalty</source>
         <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <source>Stop loops</source>
+        <translation>停止循环</translation>
+    </message>
+    <message>
+        <source>stop a reply that keeps repeating the same text</source>
+        <translation>停止一直重复相同内容的回复</translation>
     </message>
 </context>
 <context>
