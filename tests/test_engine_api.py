@@ -1,6 +1,7 @@
 """The engine as a real process on loopback, a real llama.cpp runner on a tiny GGUF, the openai SDK."""
 from __future__ import annotations
 
+import copy
 import json
 import time
 
@@ -211,6 +212,25 @@ def test_hand_edit_applied_and_broken_edit_kept(tiny_gguf, tmp_path):
             assert time.monotonic() < deadline, "broken edit not reported"
             time.sleep(0.2)
         assert c.get("/admin/config").json()["routes"][0]["match"] == {"tags": ["python"]}
+        assert c.post("/v1/chat/completions", json={
+            "messages": [{"role": "user", "content": "x"}], "max_tokens": 1}).status_code == 200
+        # valid YAML that breaks the schema: refused with the path of each error, config kept
+        running = c.get("/admin/config").json()
+        for n, (change, path) in enumerate([
+                (lambda cfg: cfg["routes"][0].update(target="no-such-model"), "routes[0].target"),
+                (lambda cfg: cfg["models"][0].update(n_ctx="lots"), "models[0].n_ctx"),
+                (lambda cfg: cfg.update(schedular={"max_queue": 1}), "schedular")]):
+            seq = c.get("/admin/events").json()["seq"]
+            broken = copy.deepcopy(config)
+            change(broken)
+            eng.config_path.write_text(yaml.safe_dump(broken, sort_keys=False) + "#" * n)
+            deadline = time.monotonic() + 10
+            while not (rejected := [e for e in c.get(f"/admin/events?since={seq}").json()["events"]
+                                    if e["kind"] == "config_rejected"]):
+                assert time.monotonic() < deadline, f"schema-breaking edit of {path} not reported"
+                time.sleep(0.2)
+            assert path in rejected[0]["reason"], rejected
+            assert c.get("/admin/config").json() == running
         assert c.post("/v1/chat/completions", json={
             "messages": [{"role": "user", "content": "x"}], "max_tokens": 1}).status_code == 200
 
