@@ -127,17 +127,30 @@ class RequestRecord:
         self.started = time.monotonic()
         self.generation = None
         self.ticket = None   # the routed model's hold on its in-flight count (TargetBook)
+        # (router, path, body, header tags, decision): the log's "why" is worked out in finish(),
+        # once generation is over: replaying the rules costs tens of µs that TTFT need not carry
+        self.route_inputs: tuple | None = None
+        self.candidates: list[str] | None = None
+        self.tried: list[dict] | None = None
 
     def note_candidates(self, order: list[str]) -> None:
-        why = self.fields.get("why")
-        if why is not None:
-            why["candidates"] = list(order)
+        self.candidates = list(order)
 
     def note_tried(self, attempts) -> None:
         """The candidates that failed before one served (or all of them), for the log's "why"."""
-        why = self.fields.get("why")
-        if why is not None and attempts:
-            why["tried"] = tried_before(attempts)
+        if attempts:
+            self.tried = tried_before(attempts)
+
+    def _why(self) -> dict | None:
+        if self.route_inputs is None:
+            return None
+        why = why_routed(*self.route_inputs)
+        self.route_inputs = None
+        if self.candidates is not None:
+            why["candidates"] = self.candidates
+        if self.tried:
+            why["tried"] = self.tried
+        return why
 
     def note_usage(self, usage) -> None:
         self.fields["prompt_tokens"] = usage.prompt_tokens
@@ -154,6 +167,9 @@ class RequestRecord:
             f = self.fields
             self.ticket.end(*latency_sample(status, f["ttft_ms"], f["duration_ms"],
                                             f["completion_tokens"]))
+        why = self._why()
+        if why is not None:
+            self.fields["why"] = why
         engine.record_request(self.fields)
 
 
@@ -165,7 +181,7 @@ class Routed:
         started = time.perf_counter_ns()
         decision = router.decide_body(call.path, call.chat, header_tags)
         route_us = (time.perf_counter_ns() - started) / 1000
-        record.fields["why"] = why_routed(router, call.path, call.chat, header_tags, decision)
+        record.route_inputs = (router, call.path, call.chat, header_tags, decision)
         if decision is None:
             raise errors.model_not_found(call.chat.get("model"))
         self.decision = decision
