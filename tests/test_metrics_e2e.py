@@ -99,8 +99,9 @@ def test_metrics_and_request_log_after_real_requests(tiny_gguf, tmp_path):
         assert [e["rule"] for e in only_code["requests"]] == ["code", "code"]
         assert only_code["seq"] == log[-1]["seq"]
         assert [e["status"] for e in c.get("/admin/requests?status=400").json()["requests"]] == [400]
-        refused = c.get("/admin/requests?status=ok")
-        assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_status"
+        for bad in ("ok", "²", "-1"):
+            refused = c.get("/admin/requests", params={"status": bad})
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_status"
 
         # The memory guard refuses a load once the reserve is above what this machine has.
         cfg = c.get("/admin/config").json()

@@ -147,7 +147,7 @@ def _request_filters(request: Request) -> dict:
     wanted = {key: request.query_params[key] for key in ("rule", "model") if key in request.query_params}
     raw = request.query_params.get("status")
     if raw is not None:
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):  # "²".isdigit() holds, int("²") fails
             raise errors.bad_request(f"'status' must be an HTTP status such as 200, got {raw!r}",
                                      "invalid_status")
         wanted["status"] = int(raw)
