@@ -264,6 +264,7 @@ def _raw_request(engine, target: bytes) -> tuple[int, bytes]:
     b"/v1/models/..%2f..%2fetc%2fpasswd", b"/v1/models/%ff%fe", b"/admin/models/..%2f/load",
     b"/v1/models/" + b"a" * 8000, b"//v1/models", b"/v1/models/tiny?x=%00", b"/admin/requests?since=x",
     b"/admin/requests?since=99999999999999999999999", b"/admin/events?since=-1", b"/admin/telemetry",
+    b"/admin/requests?status=%C2%B2", b"/admin/requests?status=1e3&rule=%00&model=%ff",
     b"/metrics", b"/v1/models", b"/admin/models", b"/admin/config",
 ])
 def test_raw_paths(engine, target):
