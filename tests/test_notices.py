@@ -17,7 +17,8 @@ GEMMA_NOTICE = ("Gemma is provided under and subject to the Gemma Terms of Use f
 
 def _dependency_names() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = project["dependencies"] + project["optional-dependencies"]["mlx"]
+    extras = project["optional-dependencies"]
+    requirements = project["dependencies"] + extras["mlx"] + extras["hyperscan"]  # `make install`'s
     return sorted({re.split(r"[<>=!;\[ ]", r, maxsplit=1)[0] for r in requirements})
 
 
