@@ -117,7 +117,8 @@ def _strategy_warnings(config: Config) -> list[LintWarning]:
                         f"routes[{i}].targets[{rule.targets.index(entry)}]" if entry in rule.targets
                         else f"routes[{i}].target",
                         f"spillover target {entry.model!r} has no max_active: it never fills, so "
-                        f"{', '.join(repr(m) for m in models[k + 1:])} serve only when it fails",
+                        f"the targets after it ({', '.join(models[k + 1:])}) serve only when it "
+                        "fails",
                         rule.name))
         for k, name in enumerate(rule.fallback):
             if len(pool) > 1 and name in models:
