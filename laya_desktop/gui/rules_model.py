@@ -69,7 +69,7 @@ class RulesModel(QAbstractListModel):
         warnings = self.warnings.get(name, [])
         enabled = rule.get("enabled", True)
         if role == Qt.ItemDataRole.DisplayRole:
-            text = f"{index.row() + 1}. {name}  →  {rule.get('target', '?')}"
+            text = f"{index.row() + 1}. {name}  →  {_targets_shown(rule)}"
             if rule.get("fallback"):
                 text += "  " + self.tr("(then {models})").format(models=", ".join(rule["fallback"]))
             text += f"   [{describe_match(rule.get('match'))}]"
@@ -147,3 +147,13 @@ class RulesModel(QAbstractListModel):
                     rows[j] = r + 1
             dest = landed + 1
         return moved or len(rows) > 0
+
+
+def _targets_shown(rule: dict) -> str:
+    """'a' for one target; 'a | b  least_loaded' for a rule whose strategy shares several."""
+    target = rule.get("target", "?")
+    named = [t.get("model", "?") if isinstance(t, dict) else str(t) for t in rule.get("targets") or []]
+    pool = named if target in named else [target, *named]
+    if len(pool) < 2:
+        return target
+    return " | ".join(pool) + "  " + rule.get("strategy", "first_available")

@@ -120,3 +120,14 @@ def test_targets_text_round_trip():
     assert parse_targets("a, b=2.5", "weighted") == ["a", {"model": "b", "weight": 2.5}]
     assert parse_targets("a=x", "least_loaded") == [{"model": "a", "weight": "x"}]
     assert targets_text([{"model": "a", "max_active": 4}, "b"]) == "a=4, b"
+
+
+def test_rules_list_shows_a_rules_targets_and_strategy(qtbot):
+    from laya_desktop.gui.rules_list import RulesList
+    from laya_desktop.gui.rules_model import RulesModel
+    rules = RulesList()
+    rules.reset([{"name": "shared", "target": "a", "targets": ["a", {"model": "b", "weight": 2}],
+                  "strategy": "weighted", "match": {}}, {"name": "one", "target": "a"}])
+    model = RulesModel(rules)
+    assert model.data(model.index(0)).startswith("1. shared  →  a | b  weighted")
+    assert model.data(model.index(1)).startswith("2. one  →  a   [")
