@@ -1,5 +1,6 @@
-"""models.yaml is read and written in one dialect: YAML 1.2's booleans (only true/false), so the
-ruamel.yaml save over an existing file and the PyYAML load agree on what is a string."""
+"""models.yaml is read and written in one dialect: YAML 1.2's booleans (only true/false) and no
+base-60 numbers, so the ruamel.yaml save over an existing file and the PyYAML load agree on what
+is a string."""
 from __future__ import annotations
 
 from laya_desktop.config.address import server_address
@@ -41,13 +42,13 @@ def test_they_round_trip_as_strings_through_a_save_over_the_file(tmp_path):
     path = tmp_path / "models.yaml"
     path.write_text(HAND_WRITTEN)
     data = config_to_dict(load_config(path))
-    data["routes"][1]["match"] = {"tags": ["y", "n", "true"]}
+    data["routes"][1]["match"] = {"tags": ["y", "n", "true", "1:20", "="]}
     save_config_atomic(data, path)
     text = path.read_text()
     assert "# the small one" in text          # saved in place by ruamel.yaml, not dumped anew
     config = load_config(path)
     assert config.routes[0].match.tags == WORDS
-    assert config.routes[1].match.tags == ["y", "n", "true"]
+    assert config.routes[1].match.tags == ["y", "n", "true", "1:20", "="]   # 1:20 was 80 in 1.1
     assert config.models[0].keep_in_memory is True and config.memory.guard is False
 
 
