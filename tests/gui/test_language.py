@@ -48,7 +48,7 @@ def test_window_in_simplified_chinese(chinese, qtbot, tmp_path):
     window = MainWindow(str(tmp_path / "models.yaml"), "127.0.0.1", 9)
     qtbot.addWidget(window)
     tabs = [window.tabs.tabText(i) for i in range(window.tabs.count())]
-    assert tabs == ["模型", "路由", "监控", "聊天", "压力测试"]
+    assert tabs == ["模型", "路由", "监控", "请求", "聊天", "压力测试"]
     menus = [a.text() for a in window.menuBar().actions()]
     assert menus == ["引擎(&E)", "视图(&V)", "帮助(&H)"]
     assert window.status_state.text() == "引擎：未运行"
