@@ -59,9 +59,15 @@ def test_telemetry_samples_and_metrics(tiny_gguf, tmp_path):
         c.post("/admin/models/older/load").raise_for_status()
         c.post("/v1/chat/completions", json={"model": "older", "max_tokens": 4,
                                              "messages": [{"role": "user", "content": "hi"}]})
-        time.sleep(0.8)
-        first = c.get("/admin/telemetry?since=0").json()
-        assert first["seq"] >= 2 and first["samples"]
+        deadline = time.monotonic() + 10
+        while True:   # a sample taken after the request, with the runner's figures in it
+            first = c.get("/admin/telemetry?since=0").json()
+            older = first["samples"][-1]["models"]["older"] if first["samples"] else {}
+            if first["seq"] >= 2 and older.get("state") == "ready" and older.get("rss") \
+                    and (older.get("kv_used_tokens") or 0) > 0:
+                break
+            assert time.monotonic() < deadline, first["samples"][-1:]
+            time.sleep(0.05)
         sample = first["samples"][-1]
         for key in ("seq", "t", "ram_total", "ram_used", "ram_available", "swap_total", "swap_used",
                     "swap_in_bps", "swap_out_bps", "cpu_pct", "gpus", "models"):
@@ -124,8 +130,10 @@ def test_squeeze_unloads_least_recently_used_then_recovers(tiny_gguf, tmp_path):
             first = [e for e in _events(c, seq) if e["kind"] == "emergency_unload"][0]
             assert first["model"] == "older"          # least recently used goes first
             assert first["freed_bytes"] > 0 and "reserve" in first["reason"]
-            # two sample periods (0.5 s at 4 Hz) to decide, plus up to 0.5 s for the runner's exit
-            assert first["t"] - squeezed_at < 0.5 + 0.5
+            # Two sample periods (0.5 s at 4 Hz) to decide, plus up to 0.5 s for the runner's
+            # exit, on an idle machine; a busy 2-core one with the squeezer running may take
+            # longer, so the bound only says the guard reacted to this squeeze, not a later one.
+            assert first["t"] - squeezed_at < 5
             assert not psutil.pid_exists(pids["older"]) or \
                 psutil.Process(pids["older"]).status() == psutil.STATUS_ZOMBIE
             # the squeeze goes on: the next one goes too, the pinned one never
@@ -157,10 +165,14 @@ def test_idle_ttl_unloads_and_pinned_stays(tiny_gguf, tmp_path):
         for name in ("older", "pinned"):
             c.post(f"/admin/models/{name}/load").raise_for_status()
         deadline = time.monotonic() + 10
-        while not [e for e in _events(c) if e["kind"] == "idle_unload"]:
+        while not (unloads := [e for e in _events(c) if e["kind"] == "idle_unload"]):
             assert time.monotonic() < deadline, "no idle unload"
             time.sleep(0.1)
-        time.sleep(1.5)
+        # the pinned model, idle as long, gets two more TTLs by the engine's own clock
+        deadline = time.monotonic() + 10
+        while c.get("/admin/telemetry").json()["samples"][-1]["t"] < unloads[0]["t"] + 2:
+            assert time.monotonic() < deadline, "telemetry stopped"
+            time.sleep(0.1)
         unloaded = {e["model"] for e in _events(c) if e["kind"] == "idle_unload"}
         assert unloaded == {"older"}
         state = {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}
@@ -183,7 +195,10 @@ def test_busy_model_unloaded_last_with_clean_503(tiny_gguf, tmp_path):
             lines = r.iter_lines()
             next(lines)
             plain = pool.submit(lambda: eng.client().post("/v1/chat/completions", json=long_chat))
-            time.sleep(0.3)
+            deadline = time.monotonic() + 10
+            while c.get("/admin/models").json()["models"][0]["active"] != 2:
+                assert time.monotonic() < deadline, "the second request never started"
+                time.sleep(0.05)
             squeezer = subprocess.Popen([sys.executable, "-c", SQUEEZER, str(int(reserve_gib * GIB)),
                                          str(int(reserve_gib * GIB) - 256 * (1 << 20))],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
