@@ -141,3 +141,51 @@ def test_engine_routes_by_semantic_rule_and_keyword_requests_do_not_embed(tiny_g
         code = next(x for x in explained.json()["explanation"] if x["rule"] == "code")
         assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
         assert explained.json()["rule"] == "code"
+
+
+def test_best_matching_semantic_rule_wins_whatever_the_order():
+    raw = {"models": raw_config()["models"], "routes": [
+        {"name": "broad", "target": "a", "match": {"semantic": {
+            "examples": ["write a story about a ship"], "threshold": 0.0}}},
+        {"name": "poetry", "target": "a", "match": {"semantic": {
+            "examples": ["write a poem about the ocean"], "threshold": 0.3}}},
+        {"name": "default", "target": "a"}]}
+    config, _ = validate_config(raw)
+    router = Router(config)
+    assert router.decide_body(CHAT, chat("compose a poem about waves and the sea"), None).rule == "poetry"
+    out = explanation_json(router.explain(extract(CHAT, chat("compose a poem about waves and the sea"),
+                                                  None)), 1.0)
+    broad = next(r for r in out["explanation"] if r["rule"] == "broad")
+    assert broad["matched"] is False
+    assert "another semantic rule's example is nearer" in broad["reasons"][0]
+
+
+def test_only_the_last_user_turn_is_embedded(router):
+    body = {"messages": [{"role": "user", "content": "fix the bug in my javascript code"},
+                         {"role": "assistant", "content": "done"},
+                         {"role": "user", "content": "thanks! what should I cook for dinner?"}]}
+    assert router.decide_body(CHAT, body, None).rule == "default"
+
+
+@pytest.mark.parametrize("positives, negatives, mode, expect", [
+    ([0.8, 0.7, 0.6], [0.2, 0.3], "leave_one_out", 0.6),
+    ([0.8, 0.7, 0.6], [0.2, 0.3], "best_f1", 0.45),  # the middle of the clean gap
+    ([0.8, 0.7, 0.5, 0.4], [0.45, 0.2], "precision", 0.475),  # the lowest at precision 1.0
+    ([0.8, 0.7], [], "best_f1", 0.7),  # no negatives: every example let through
+])
+def test_threshold_suggestions(positives, negatives, mode, expect):
+    from laya_desktop.routing.semantic_threshold import suggest
+
+    got = suggest(positives, negatives, mode, precision=1.0)
+    assert got.threshold == pytest.approx(expect, abs=0.002)
+    assert got.recall == sum(p >= got.threshold for p in positives) / len(positives)
+
+
+def test_leave_one_out_scores_never_match_an_example_to_itself():
+    import numpy as np
+
+    from laya_desktop.routing.semantic_threshold import leave_one_out_scores
+
+    vectors = np.eye(3, dtype=np.float32)
+    vectors[2] = vectors[1]
+    assert leave_one_out_scores(vectors) == [0.0, 1.0, 1.0]

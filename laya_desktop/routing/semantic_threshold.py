@@ -1,0 +1,79 @@
+"""Threshold suggestions for a semantic rule, from scores alone (pure: no model, no Qt).
+
+The positives are the rule's own examples scored leave-one-out (each against the others, so an
+example does not find itself at 1.0); the negatives are its negative prompts and, when the caller
+has them, prompts known to belong elsewhere. Three ways to choose:
+- `leave_one_out`: the highest threshold that still lets every held-out example through;
+- `best_f1`: the threshold with the best F1 between positives and negatives;
+- `precision`: the lowest threshold whose precision reaches the one the user picks (most recall).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MODES = ("leave_one_out", "best_f1", "precision")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    threshold: float
+    precision: float | None  # None without negatives: nothing to be precise against
+    recall: float
+    f1: float | None
+
+
+def leave_one_out_scores(example_vectors: np.ndarray) -> list[float]:
+    """Each example's cosine to its nearest other example (unit vectors, one per row)."""
+    if len(example_vectors) < 2:
+        return []
+    sims = example_vectors @ example_vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    return [float(v) for v in sims.max(axis=1)]
+
+
+def nearest_scores(vectors: np.ndarray, example_vectors: np.ndarray) -> list[float]:
+    """Each vector's cosine to its nearest example."""
+    if len(vectors) == 0 or len(example_vectors) == 0:
+        return []
+    return [float(v) for v in (vectors @ example_vectors.T).max(axis=1)]
+
+
+def measure(threshold: float, positives: list[float], negatives: list[float]) -> Suggestion:
+    tp = sum(p >= threshold for p in positives)
+    fp = sum(n >= threshold for n in negatives)
+    recall = tp / len(positives) if positives else 0.0
+    if not negatives:
+        return Suggestion(threshold, None, recall, None)
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return Suggestion(threshold, precision, recall, f1)
+
+
+def _candidates(positives: list[float], negatives: list[float]) -> list[float]:
+    # midpoints between neighbouring scores: a threshold sitting on a score is fragile
+    values = sorted(set(round(v, 4) for v in positives + negatives))
+    mids = [(a + b) / 2 for a, b in zip(values, values[1:])]
+    return [round(min(max(t, 0.0), 1.0), 3) for t in values[:1] + mids + values[-1:]]
+
+
+def suggest(positives: list[float], negatives: list[float], mode: str = "best_f1",
+            precision: float = 0.95) -> Suggestion | None:
+    """None when there is nothing to go on (fewer than two examples for leave-one-out)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r} (valid: {', '.join(MODES)})")
+    if not positives:
+        return None
+    if mode == "leave_one_out" or not negatives:
+        return measure(float(np.floor(min(positives) * 100) / 100), positives, negatives)
+    scored = [measure(t, positives, negatives) for t in _candidates(positives, negatives)]
+    if mode == "best_f1":
+        # a plateau of equal F1: its middle, as far from the positives as from the negatives
+        best = max(s.f1 for s in scored)
+        plateau = [s.threshold for s in scored if s.f1 == best]
+        return measure(round((min(plateau) + max(plateau)) / 2, 3), positives, negatives)
+    reaching = [s for s in scored if s.precision >= precision and s.recall > 0]
+    if not reaching:
+        return max(scored, key=lambda s: (s.precision, s.recall))
+    return min(reaching, key=lambda s: s.threshold)
