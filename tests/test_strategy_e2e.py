@@ -27,6 +27,8 @@ def _config(upstreams, **server) -> dict:
          "strategy": "least_loaded"},
         {"name": "failover", "match": {"tags": ["failover"]}, "targets": ["dead", "fast"],
          "strategy": "first_available"},
+        {"name": "spill", "match": {"tags": ["spill"]},
+         "targets": [{"model": "slow", "max_active": 2}, "fast"], "strategy": "spillover"},
         {"name": "quick", "targets": ["slow", "fast"], "strategy": "min_latency"},
     ]}
 
@@ -79,6 +81,32 @@ def test_a_target_that_cannot_serve_falls_to_the_next(engine):
         r = _ask(c, "failover")
     assert r.headers["x-laya-model"] == "fast"
     assert r.headers["x-laya-fallback-from"] == "dead"
+
+
+def test_spillover_fills_the_first_target_then_the_next(engine):
+    from concurrent.futures import ThreadPoolExecutor
+    with engine.client() as c, ThreadPoolExecutor(4) as pool:
+        served = Counter(pool.map(lambda _: _ask(c, "spill").headers["x-laya-model"], range(4)))
+    # four at once, the slow one takes two (its max_active) and the rest go on to the next
+    assert served == {"slow": 2, "fast": 2}, served
+
+
+def test_warm_prefers_the_loaded_local_model(tiny_gguf, tmp_path):
+    models = [{"name": name, "backend": "llama_cpp", "path": str(tiny_gguf), "n_ctx": 256,
+               "parallel": 1, "idle_ttl_s": 0} for name in ("cold", "hot")]
+    config = {"models": models, "routes": [{"name": "default", "targets": ["cold", "hot"],
+                                            "strategy": "warm"}]}
+    body = {"model": "auto", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
+    with running_engine(config, tmp_path) as eng, eng.client() as c:
+        assert c.post("/admin/models/hot/load").status_code == 200
+        served = [c.post("/v1/chat/completions", json=body).headers["x-laya-model"]
+                  for _ in range(3)]
+        states = {m["name"]: m["state"] for m in c.get("/admin/models").json()["models"]}
+        c.post("/admin/models/hot/unload")
+        cold_start = c.post("/v1/chat/completions", json=body).headers["x-laya-model"]
+    assert served == ["hot"] * 3   # listed second, but loaded: no cold load of "cold"
+    assert states["cold"] not in ("ready", "busy", "loading")
+    assert cold_start == "cold"    # none loaded: the first listed is loaded
 
 
 def test_concurrent_requests_leave_no_counter_behind(engine):
