@@ -169,10 +169,9 @@ def test_closing_the_model_dialog_ends_its_connection_test(qtbot, stalled_server
     tested = []
     dialog.connection_tested.connect(lambda *args: tested.append(args))
     dialog.test_connection()
-    qtbot.wait(300)
-    assert pool.running_threads == 1
+    qtbot.waitUntil(lambda: pool.running_threads == 1, timeout=5000)
     dialog.reject()
-    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=1000)
+    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=5000)
     qtbot.wait(50)
     assert tested == []                                   # a closed dialog reports nothing
     assert pool.shutdown(100)
