@@ -1,7 +1,7 @@
 """The models.yaml schema as plain dataclasses.
 
-Field names are the ones DESIGN.md fixes. Validation and loading live in `validate.py`; these
-classes only hold already-validated values. `metadata["doc"]` describes each field for the
+Field names are the ones docs/ARCHITECTURE.md fixes. Validation and loading live in
+`validate.py`; these classes only hold already-validated values. `metadata["doc"]` describes each field for the
 README's reference and the GUI's tooltips.
 """
 from __future__ import annotations
