@@ -11,7 +11,10 @@ from laya_desktop.routing.router import Decision, Router, check_rule
 
 MAX_PASSED_OVER = 8     # rules before the winner listed with why they did not match
 MAX_REASON_CHARS = 160  # a reason names tags or keywords; a long list is cut
-UNSCORED_FAILED = "a condition not judged here (semantic) did not hold"
+# A rule before the winner that holds on every condition check_rule judged without a scorer: its
+# semantic condition is what made it lose.
+UNSCORED_FAILED = ("its semantic condition lost (not similar enough, or another semantic route "
+                   "was nearer)")
 
 
 def _short(reasons) -> list[str]:
