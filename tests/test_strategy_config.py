@@ -104,3 +104,20 @@ def test_lint_fallback_that_is_a_target():
 def test_lint_is_quiet_about_a_good_strategy_rule():
     assert _lint({"name": "r", "targets": ["a", "b"], "strategy": "least_loaded",
                   "fallback": ["c"]}) == []
+
+
+def test_laya_route_names_the_targets_and_strategy(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": MODELS, "routes": [
+        {"name": "default", "targets": ["a", "b"], "strategy": "least_loaded"}]}))
+    run = [sys.executable, "-m", "laya_desktop", "route", "--config", str(path)]
+    text = subprocess.run([*run, "hello"], capture_output=True, text=True, timeout=60)
+    out = json.loads(subprocess.run([*run, "--json", "hello"], capture_output=True, text=True,
+                                    timeout=60).stdout)
+    assert "targets:   a, b (strategy least_loaded" in text.stdout, text.stderr
+    assert (out["targets"], out["strategy"]) == (["a", "b"], "least_loaded")

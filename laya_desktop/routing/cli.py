@@ -39,6 +39,9 @@ def _print_text(explanation: Explanation, decision_us: float, first_us: float) -
     if d is not None:
         print(f"rule:      {d.rule if d.rule is not None else '(none: model named directly)'}")
         print(f"target:    {d.target}")
+        if d.pool is not None:
+            print(f"targets:   {', '.join(d.pool.models)} (strategy {d.pool.strategy}: the "
+                  "engine picks by live load and latency)")
         print(f"fallbacks: {', '.join(d.fallbacks) or '(none)'}")
     for check in explanation.rules:
         if check.semantic is not None:
