@@ -89,12 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--requests", type=int, default=40)
     p.add_argument("--max-tokens", type=int, default=16)
-    p.add_argument("--prompts", default=None, help="file with one prompt per line")
+    p.add_argument("--prompts", default=None, help="file with one prompt per line, or .jsonl")
     p.add_argument("--tag", action="append", default=[], dest="tags")
     p.add_argument("--model", default="auto")
     p.add_argument("--api-key", default=None)
     p.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--json", action="store_true")
+    from laya_desktop.loadtest.cli import add_arguments as _loadtest_arguments
+    _loadtest_arguments(p)
 
     p = sub.add_parser("models", help="model files")
     models_sub = p.add_subparsers(dest="models_command", required=True)

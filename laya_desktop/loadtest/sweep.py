@@ -1,0 +1,143 @@
+"""The capacity sweep: a load test at each step of `sweep_policy.steps`, with the engine's
+telemetry and events over the step (GET /admin/telemetry?since=, /admin/events?since=), until a
+step gives a reason to stop; then the recommendation.
+
+Shared by `laya loadtest --sweep` and the GUI's sweep, like the generator.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+import httpx
+
+from laya_desktop.loadtest import sweep_policy as policy
+from laya_desktop.loadtest.generator import DEFAULT_PROMPTS, run_loadtest
+from laya_desktop.loadtest.prompts import Prompt, padded
+from laya_desktop.loadtest.report import LoadTestReport
+
+log = logging.getLogger(__name__)
+LATEST = 2 ** 62      # ?since= this: no items, only the newest seq
+
+
+def _root(url: str) -> str:
+    root = url.strip().rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
+
+
+class EngineWatch:
+    """The engine's telemetry and events since a mark; the guard's memory limits."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def _get(self, path: str, **params) -> dict:
+        try:
+            resp = await self.client.get(path, params=params)
+            return resp.json() if resp.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}   # an engine without telemetry still gets its load figures
+
+    async def mark(self) -> tuple[int, int]:
+        t, e = await asyncio.gather(self._get("/admin/telemetry", since=LATEST),
+                                    self._get("/admin/events", since=LATEST))
+        return int(t.get("seq") or 0), int(e.get("seq") or 0)
+
+    async def since(self, mark: tuple[int, int]) -> tuple[list[dict], list[dict]]:
+        t, e = await asyncio.gather(self._get("/admin/telemetry", since=mark[0]),
+                                    self._get("/admin/events", since=mark[1]))
+        return list(t.get("samples") or []), list(e.get("events") or [])
+
+    async def memory_config(self) -> dict:
+        return (await self._get("/admin/config")).get("memory") or {}
+
+
+def step_result(concurrency: int, prompt_chars: int, report: LoadTestReport, samples: list[dict],
+                events: list[dict]) -> policy.StepResult:
+    s = report.summary()
+    step = policy.StepResult(concurrency=concurrency, prompt_chars=prompt_chars, requests=s["requests"],
+                             errors=s["errors"], tokens_per_s=s["tokens_per_s"],
+                             ttft_p50_ms=s["ttft_ms"]["p50"], ttft_p95_ms=s["ttft_ms"]["p95"],
+                             latency_p95_ms=s["latency_ms"]["p95"])
+    for key, value in policy.step_memory(samples, events).items():
+        setattr(step, key, value)
+    return step
+
+
+async def run_sweep(url: str, max_concurrency: int = 8, prompt_lengths: list[int] | None = None,
+                    ttft_target_ms: float = 2000.0, requests_per_step: int | None = None,
+                    max_tokens: int = 32, prompts: list | None = None, tags: list[str] | None = None,
+                    model: str = "auto", api_key: str | None = None,
+                    on_step: Callable[[policy.StepResult, LoadTestReport], object] | None = None,
+                    on_result=None, cancel=None, settle_s: float = 0.6,
+                    timeout_s: float = 300.0, warmup: bool = True) -> dict:
+    """{"steps": [StepResult dicts], "recommendation": {...}, "stopped": reason or None,
+    "memory": the guard's limits, "ttft_target_ms"}."""
+    plan = policy.steps(max_concurrency, prompt_lengths)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    base = [p if isinstance(p, Prompt) else Prompt(str(p)) for p in prompts] if prompts else None
+    results: list[policy.StepResult] = []
+    stopped = None
+    async with httpx.AsyncClient(base_url=_root(url), headers=headers, timeout=10.0) as admin:
+        watch = EngineWatch(admin)
+        memory = await watch.memory_config()
+        if warmup:   # the model's load must not count as the first step's TTFT
+            await run_loadtest(url, concurrency=1, requests=1, max_tokens=1, prompts=base, tags=tags,
+                               model=model, api_key=api_key, cancel=cancel, timeout_s=timeout_s)
+        for concurrency, chars in plan:
+            if cancel is not None and cancel.is_set():
+                stopped = "cancelled"
+                break
+            mark = await watch.mark()
+            n = requests_per_step or max(8, 4 * concurrency)
+            step_prompts = padded(base or [Prompt(t) for t in DEFAULT_PROMPTS], chars)
+            report = await run_loadtest(url, concurrency=concurrency, requests=n, max_tokens=max_tokens,
+                                        prompts=step_prompts, tags=tags, model=model, api_key=api_key,
+                                        cancel=cancel, on_result=on_result, timeout_s=timeout_s)
+            await asyncio.sleep(settle_s)   # the samples that cover the step's last requests
+            samples, events = await watch.since(mark)
+            step = step_result(concurrency, chars, report, samples, events)
+            step.stop = policy.stop_reason(step)
+            results.append(step)
+            if on_step is not None:
+                try:
+                    on_step(step, report)
+                except Exception:
+                    log.exception("sweep on_step callback failed")
+            if step.stop:
+                stopped = step.stop
+                break
+    return {"steps": [r.to_dict() for r in results],
+            "recommendation": policy.recommend(results, ttft_target_ms, memory),
+            "stopped": stopped, "memory": {k: memory.get(k) for k in ("ram_high_pct", "reserved_system_gb")},
+            "ttft_target_ms": ttft_target_ms, "max_concurrency": max_concurrency}
+
+
+def run_sweep_sync(*args, **kwargs) -> dict:
+    return asyncio.run(run_sweep(*args, **kwargs))
+
+
+def render_sweep(sweep: dict) -> str:
+    """The sweep's table and recommendation, as text."""
+    def ms(v):
+        return "-" if v is None else f"{v:.0f}"
+
+    def gib(v):
+        return "-" if v is None else f"{v / policy.GIB:.2f}"
+    lines = [f"{'clients':>7} {'prompt ch':>9} {'tok/s':>8} {'TTFT p50':>9} {'p95 ms':>7} {'peak RAM GiB':>12} "
+             f"{'swap MiB':>8} {'KV %':>5} {'errors':>6}  stop"]
+    for s in sweep["steps"]:
+        kv = "-" if s["peak_kv_pct"] is None else f"{s['peak_kv_pct']:.0f}"
+        lines.append(f"{s['concurrency']:>7} {s['prompt_chars']:>9} {s['tokens_per_s']:>8.1f} "
+                     f"{ms(s['ttft_p50_ms']):>9} {ms(s['ttft_p95_ms']):>7} {gib(s['peak_ram_used']):>12} "
+                     f"{s['swap_moved'] / (1 << 20):>8.1f} {kv:>5} {s['errors']:>6}  "
+                     f"{s['stop'] or ''}{' ' + ','.join(s['guard_events']) if s['guard_events'] else ''}")
+    rec = sweep["recommendation"]
+    if rec["concurrency"] is None:
+        lines.append(f"recommendation: none — {rec['reason']}")
+    else:
+        lines.append(f"recommendation: {rec['concurrency']} clients"
+                     + (f" at {rec['prompt_chars']} prompt characters" if rec["prompt_chars"] else "")
+                     + f" ({rec['tokens_per_s']:.1f} tok/s; {rec['reason']})")
+    return "\n".join(lines)
