@@ -1352,6 +1352,22 @@
         <source>explain failed: {error}</source>
         <translation>解释失败：{error}</translation>
     </message>
+    <message>
+        <source>What if…</source>
+        <translation>假如…</translation>
+    </message>
+    <message>
+        <source>Replay recent requests against the edited rules and show what would change, without applying</source>
+        <translation>用编辑后的规则重放最近的请求，显示会有哪些变化，但不应用</translation>
+    </message>
+    <message>
+        <source>Try a request</source>
+        <translation>试一个请求</translation>
+    </message>
+    <message>
+        <source>Distribution</source>
+        <translation>分布</translation>
+    </message>
 </context>
 <context>
     <name>RuleCommands</name>
@@ -1454,6 +1470,18 @@
         <source>Path</source>
         <translation>路径</translation>
     </message>
+    <message>
+        <source>more models sharing the requests, e.g. a, b (weighted: b=3; spillover: b=4 in flight)</source>
+        <translation>分担请求的更多模型，例如 a, b（weighted：b=3；spillover：b=4 个进行中）</translation>
+    </message>
+    <message>
+        <source>Targets</source>
+        <translation>目标</translation>
+    </message>
+    <message>
+        <source>Strategy</source>
+        <translation>策略</translation>
+    </message>
 </context>
 <context>
     <name>RulesModel</name>
@@ -1529,6 +1557,112 @@
     <message>
         <source>Copy</source>
         <translation>复制</translation>
+    </message>
+</context>
+<context>
+    <name>DistributionView</name>
+    <message>
+        <source>last 5 minutes</source>
+        <translation>最近 5 分钟</translation>
+    </message>
+    <message>
+        <source>last hour</source>
+        <translation>最近 1 小时</translation>
+    </message>
+    <message>
+        <source>last 24 hours</source>
+        <translation>最近 24 小时</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation>刷新</translation>
+    </message>
+    <message>
+        <source>Rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>占比</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>could not read the distribution: {error}</source>
+        <translation>无法读取分布：{error}</translation>
+    </message>
+    <message>
+        <source>{total} requests in the window.</source>
+        <translation>时间窗口内共 {total} 个请求。</translation>
+    </message>
+    <message>
+        <source>(The request log holds less than the window.)</source>
+        <translation>（请求日志保存的时间短于该窗口。）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{share:.0%} of them went to model {model}.&lt;/b&gt;</source>
+        <translation>&lt;b&gt;其中 {share:.0%} 发往了模型 {model}。&lt;/b&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>WhatIfView</name>
+    <message>
+        <source>Edit the rules, then press “What if…” to replay recent requests against them before applying.</source>
+        <translation>先编辑规则，再按“假如…”在应用之前用它们重放最近的请求。</translation>
+    </message>
+    <message>
+        <source>Rule or model</source>
+        <translation>规则或模型</translation>
+    </message>
+    <message>
+        <source>Before</source>
+        <translation>之前</translation>
+    </message>
+    <message>
+        <source>After</source>
+        <translation>之后</translation>
+    </message>
+    <message>
+        <source>Change</source>
+        <translation>变化</translation>
+    </message>
+    <message>
+        <source>Request</source>
+        <translation>请求</translation>
+    </message>
+    <message>
+        <source>Requests that would move</source>
+        <translation>会改变路由的请求</translation>
+    </message>
+    <message>
+        <source>replaying recent requests…</source>
+        <translation>正在重放最近的请求…</translation>
+    </message>
+    <message>
+        <source>what-if failed:</source>
+        <translation>假如分析失败：</translation>
+    </message>
+    <message>
+        <source>No requests logged yet: nothing to replay.</source>
+        <translation>尚未记录任何请求：没有可重放的内容。</translation>
+    </message>
+    <message>
+        <source>{changed} of {replayed} recent requests would change route.</source>
+        <translation>最近 {replayed} 个请求中有 {changed} 个会改变路由。</translation>
+    </message>
+    <message>
+        <source>rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>model</source>
+        <translation>模型</translation>
     </message>
 </context>
 </TS>
