@@ -313,6 +313,16 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
     return SemanticMatch(**values)
 
 
+def validate_semantic(raw: Any, path: str = "semantic") -> tuple[SemanticMatch | None, list[ConfigError]]:
+    """A `match.semantic` mapping on its own (the Routes panel's live score asks with one)."""
+    report = _Report()
+    if raw is None:
+        report.add(path, "required (a mapping with examples, negatives, threshold)")
+        return None, report.errors
+    match = _semantic(report, raw, path)
+    return (None if report.errors else match), report.errors
+
+
 def _route(report: _Report, raw: Any, path: str) -> dict:
     if not report.mapping(path, raw):
         return {}

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from laya_desktop.engine import admin_api, route_admin, serving, telemetry_api
+from laya_desktop.engine import admin_api, route_admin, semantic_admin, serving, telemetry_api
 from laya_desktop.engine.apis.chat import CHAT, COMPLETIONS
 from laya_desktop.engine.apis.embeddings import EMBEDDINGS
 from laya_desktop.engine.apis.messages import MESSAGES
@@ -141,6 +141,7 @@ def create_app(engine: Engine) -> Starlette:
     ]
     routes += telemetry_api.routes()
     routes += route_admin.routes()
+    routes += semantic_admin.routes()
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})

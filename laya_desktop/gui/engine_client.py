@@ -164,6 +164,13 @@ class EngineClient:
         """What these rules would change for the recently logged requests (nothing is applied)."""
         return self._post("/admin/route/replay", {"routes": routes}, timeout=LOAD_TIMEOUT)
 
+    def semantic_probe(self, semantic: dict, prompts: list[str], recent: int = 200,
+                       precision: float = 0.95) -> dict:
+        """Scores for a semantic condition being edited (POST /admin/route/semantic)."""
+        return self._post("/admin/route/semantic", {"semantic": semantic, "prompts": prompts,
+                                                    "recent": recent, "precision": precision},
+                          timeout=LOAD_TIMEOUT)
+
     def route_stats(self, window_s: float) -> dict:
         return self._get("/admin/stats", window_s=window_s)
 

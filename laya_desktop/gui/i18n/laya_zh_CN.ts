@@ -1229,6 +1229,10 @@
 <context>
     <name>RoutesPanel</name>
     <message>
+        <source>Semantic</source>
+        <translation>语义</translation>
+    </message>
+    <message>
         <source>Add</source>
         <translation>添加</translation>
     </message>
@@ -1663,6 +1667,128 @@
     <message>
         <source>model</source>
         <translation>模型</translation>
+    </message>
+</context>
+<context>
+    <name>SemanticFields</name>
+    <message>
+        <source>Semantic (the user text is close to example prompts)</source>
+        <translation>语义（用户文本与示例提示相近）</translation>
+    </message>
+    <message>
+        <source>example prompts for this route, one per line</source>
+        <translation>此路由的示例提示，每行一个</translation>
+    </message>
+    <message>
+        <source>look-alike prompts that belong elsewhere, one per line</source>
+        <translation>看起来相似但属于别处的提示，每行一个</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>示例</translation>
+    </message>
+    <message>
+        <source>Negatives</source>
+        <translation>反例</translation>
+    </message>
+    <message>
+        <source>Threshold</source>
+        <translation>阈值</translation>
+    </message>
+</context>
+<context>
+    <name>SemanticScoreView</name>
+    <message>
+        <source>type a prompt to see its score</source>
+        <translation>输入提示以查看其得分</translation>
+    </message>
+    <message>
+        <source>Select a rule with semantic examples.</source>
+        <translation>请选择一条带有语义示例的规则。</translation>
+    </message>
+    <message>
+        <source>cosine similarity to the nearest example</source>
+        <translation>与最近示例的余弦相似度</translation>
+    </message>
+    <message>
+        <source>prompts</source>
+        <translation>提示数</translation>
+    </message>
+    <message>
+        <source>examples (left out one at a time)</source>
+        <translation>示例（逐一留出）</translation>
+    </message>
+    <message>
+        <source>negatives</source>
+        <translation>反例</translation>
+    </message>
+    <message>
+        <source>recent requests</source>
+        <translation>最近的请求</translation>
+    </message>
+    <message>
+        <source>leave-one-out (every example passes)</source>
+        <translation>留一法（每个示例都通过）</translation>
+    </message>
+    <message>
+        <source>best F1 against the negatives</source>
+        <translation>相对反例的最佳 F1</translation>
+    </message>
+    <message>
+        <source>the precision I pick</source>
+        <translation>我选择的精确率</translation>
+    </message>
+    <message>
+        <source>Use this threshold</source>
+        <translation>使用此阈值</translation>
+    </message>
+    <message>
+        <source>Suggest</source>
+        <translation>建议</translation>
+    </message>
+    <message>
+        <source>precision</source>
+        <translation>精确率</translation>
+    </message>
+    <message>
+        <source>This rule has no semantic examples.</source>
+        <translation>此规则没有语义示例。</translation>
+    </message>
+    <message>
+        <source>holds</source>
+        <translation>成立</translation>
+    </message>
+    <message>
+        <source>does not hold</source>
+        <translation>不成立</translation>
+    </message>
+    <message>
+        <source>score {score:.3f} (threshold {threshold:.3f}): {verdict}; nearest example: “{nearest}”</source>
+        <translation>得分 {score:.3f}（阈值 {threshold:.3f}）：{verdict}；最近的示例：“{nearest}”</translation>
+    </message>
+    <message>
+        <source>Type a prompt to see its score.</source>
+        <translation>输入提示以查看其得分。</translation>
+    </message>
+    <message>
+        <source>scoring failed: {error}</source>
+        <translation>评分失败：{error}</translation>
+    </message>
+    <message>
+        <source>No suggestion: add at least two examples.</source>
+        <translation>无建议：请至少添加两个示例。</translation>
+    </message>
+    <message>
+        <source>threshold {t:.3f}: recall {r:.0%} of the examples</source>
+        <translation>阈值 {t:.3f}：召回 {r:.0%} 的示例</translation>
+    </message>
+    <message>
+        <source>precision {p:.0%} against the negatives</source>
+        <translation>相对反例的精确率 {p:.0%}</translation>
+    </message>
+    <message>
+        <source>{share:.0%} of recent requests would pass</source>
+        <translation>{share:.0%} 的最近请求会通过</translation>
     </message>
 </context>
 </TS>

@@ -21,6 +21,7 @@ from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.lint_bridge import rule_warnings
 from laya_desktop.gui.panels.route_insight import DistributionView, WhatIfView
 from laya_desktop.gui.panels.rule_editor import RuleEditor
+from laya_desktop.gui.panels.semantic_view import SemanticScoreView
 from laya_desktop.gui.rule_commands import DeleteCommand, EditCommand, InsertCommand, MoveCommand
 from laya_desktop.gui.rules_list import RulesList, unique_name
 from laya_desktop.gui.rules_model import RulesModel
@@ -98,6 +99,9 @@ class RoutesPanel(QWidget):
         self.tabs.addTab(self._build_try_box(), self.tr("Try a request"))
         self.tabs.addTab(self.what_if_view, self.tr("What if…"))
         self.tabs.addTab(self.distribution, self.tr("Distribution"))
+        self.semantic_view = SemanticScoreView(pool, lambda: self.doc.client)
+        self.semantic_view.threshold_chosen.connect(self.editor.semantic.set_threshold)
+        self.tabs.addTab(self.semantic_view, self.tr("Semantic"))
         rv.addWidget(self.tabs, 1)
 
         split = QSplitter()
@@ -188,9 +192,12 @@ class RoutesPanel(QWidget):
         return self.view.currentIndex().row()
 
     def _show_rule(self, row: int) -> None:
-        self.editor.load(self.rules[row] if 0 <= row < len(self.rules) else None)
+        rule = self.rules[row] if 0 <= row < len(self.rules) else None
+        self.editor.load(rule)
+        self.semantic_view.set_condition(((rule or {}).get("match") or {}).get("semantic"))
 
     def _on_rule_edited(self, rule: dict) -> None:
+        self.semantic_view.set_condition((rule.get("match") or {}).get("semantic"))
         row = self._current_row()
         if 0 <= row < len(self.rules) and rule != self.rules[row]:
             self.undo_stack.push(EditCommand(self.rules, row, rule, self._select))

@@ -1,4 +1,5 @@
-"""Form for one routing rule: name, enabled, conditions, targets, strategy and fallbacks."""
+"""Form for one routing rule: name, enabled, conditions (semantic examples too), targets,
+strategy and fallbacks."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
@@ -7,6 +8,7 @@ from PySide6.QtWidgets import (
 )
 
 from laya_desktop.config.schema import STRATEGIES
+from laya_desktop.gui.panels.semantic_view import SemanticFields
 
 LIST_FIELDS = ("tags", "keywords", "model", "path")
 # what `name=N` means in the targets field, per strategy
@@ -103,6 +105,8 @@ class RuleEditor(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(rule_box)
         layout.addWidget(cond_box)
+        self.semantic = SemanticFields()
+        layout.addWidget(self.semantic)
         layout.addStretch(1)
 
         for w in (self.name, self.fallback, self.targets, self.min_chars, self.max_chars,
@@ -110,6 +114,7 @@ class RuleEditor(QWidget):
             w.editingFinished.connect(self._emit)
         self.strategy.activated.connect(self._emit)
         self.enabled.toggled.connect(self._emit)
+        self.semantic.changed.connect(self._emit)
         self.target.activated.connect(self._emit)
         self.target.lineEdit().editingFinished.connect(self._emit)
         self.setEnabled(False)
@@ -139,6 +144,7 @@ class RuleEditor(QWidget):
             for key, edit in (("min_prompt_chars", self.min_chars), ("max_prompt_chars", self.max_chars)):
                 value = match.get(key)
                 edit.setText("" if value is None else str(value))
+            self.semantic.load(match.get("semantic"))
         finally:
             self._loading = False
 
@@ -152,6 +158,9 @@ class RuleEditor(QWidget):
             value = _int_or_none(edit.text())
             if value is not None:
                 match[key] = value
+        semantic = self.semantic.value()
+        if semantic is not None:
+            match["semantic"] = semantic
         rule = {"name": self.name.text().strip(), "target": self.target.currentText().strip(),
                 "enabled": self.enabled.isChecked(), "match": match,
                 "fallback": _split(self.fallback.text())}

@@ -1,0 +1,63 @@
+"""POST /admin/route/semantic: scores for a semantic condition being edited (not applied).
+
+Body: {"semantic": {examples, negatives, threshold}, "prompts": [text, ...], "recent": N,
+"precision": P}. Answers each prompt's score and nearest example, the score lists the Routes
+panel draws as histograms (examples leave-one-out, negatives, the last N logged requests) and a
+threshold suggestion per mode. The model runs off the event loop, in the engine's one encoder.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from laya_desktop.config.validate import validate_semantic
+from laya_desktop.engine import errors
+from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.serving import read_json
+from laya_desktop.routing.semantic import shared_embeddings
+from laya_desktop.routing.semantic_probe import probe
+
+MAX_PROMPTS = 20
+MAX_RECENT = 500
+
+
+def _strings(body: dict, key: str) -> list[str]:
+    value = body.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise errors.bad_request(f"'{key}' must be a list of strings", "invalid_semantic_probe")
+    if len(value) > MAX_PROMPTS:
+        raise errors.bad_request(f"'{key}': at most {MAX_PROMPTS} prompts, got {len(value)}",
+                                 "invalid_semantic_probe")
+    return value
+
+
+async def semantic_probe(request: Request) -> Response:
+    engine = request.app.state.engine
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body must be a JSON object with 'semantic'", "invalid_semantic_probe")
+    match, problems = validate_semantic(body.get("semantic"))
+    if problems:
+        detail = [{"path": e.path, "message": e.message} for e in problems]
+        raise ApiError(400, f"semantic condition refused: {len(problems)} error(s)",
+                       "invalid_config", "invalid_config", extra={"errors": detail})
+    prompts = _strings(body, "prompts")
+    recent = body.get("recent", 200)
+    precision = body.get("precision", 0.95)
+    if isinstance(recent, bool) or not isinstance(recent, int) or not 0 <= recent <= MAX_RECENT:
+        raise errors.bad_request(f"'recent' must be an integer from 0 to {MAX_RECENT}", "invalid_semantic_probe")
+    if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision <= 1:
+        raise errors.bad_request("'precision' must be a number in (0, 1]", "invalid_semantic_probe")
+    texts = [e["user_text"] for e in engine.route_inputs.recent(recent)] if recent else []
+    try:
+        answer = await asyncio.to_thread(probe, match, prompts, texts, shared_embeddings(), float(precision))
+    except RuntimeError as exc:  # the model package is missing: say so, do not crash
+        raise ApiError(503, str(exc), "server_error", "semantic_model_missing")
+    return JSONResponse(answer)
+
+
+def routes() -> list[Route]:
+    return [Route("/admin/route/semantic", semantic_probe, methods=["POST"])]

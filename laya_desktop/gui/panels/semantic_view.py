@@ -1,0 +1,247 @@
+"""Setting up a semantic rule by point and click: its examples, negatives and threshold (in the
+rule editor), and a view that scores a typed prompt live, draws the score histograms (examples
+left out one at a time, negatives, recent requests) and suggests a threshold.
+
+The scores come from the engine (POST /admin/route/semantic), in a worker: the GUI never loads
+the model and never waits for it. Requests are debounced and one is in flight at a time; an
+answer for an older question than the last one asked is dropped.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QPlainTextEdit, QPushButton, QVBoxLayout, QWidget,
+)
+
+DEBOUNCE_MS = 400
+BINS = np.linspace(0.0, 1.0, 41)
+SERIES = (("examples_leave_one_out", (60, 160, 60, 140)), ("negatives", (200, 60, 60, 140)),
+          ("recent", (90, 90, 200, 110)))
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class SemanticFields(QGroupBox):
+    """The rule's `match.semantic`: examples and negatives one per line, and the threshold.
+    Emits `changed` after the user stops typing (or leaves the threshold field)."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTitle(self.tr("Semantic (the user text is close to example prompts)"))
+        self.examples = QPlainTextEdit()
+        self.examples.setPlaceholderText(self.tr("example prompts for this route, one per line"))
+        self.negatives = QPlainTextEdit()
+        self.negatives.setPlaceholderText(self.tr("look-alike prompts that belong elsewhere, one per line"))
+        for edit in (self.examples, self.negatives):
+            edit.setMaximumHeight(90)
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setRange(0.0, 1.0)
+        self.threshold.setSingleStep(0.01)
+        self.threshold.setDecimals(3)
+        self.threshold.setValue(0.5)
+        form = QFormLayout(self)
+        form.addRow(self.tr("Examples"), self.examples)
+        form.addRow(self.tr("Negatives"), self.negatives)
+        form.addRow(self.tr("Threshold"), self.threshold)
+        self._quiet = QTimer(self)
+        self._quiet.setSingleShot(True)
+        self._quiet.setInterval(DEBOUNCE_MS)
+        self._quiet.timeout.connect(self.changed)
+        self.examples.textChanged.connect(self._quiet.start)
+        self.negatives.textChanged.connect(self._quiet.start)
+        self.threshold.editingFinished.connect(self.changed)
+        self._loading = False
+
+    def load(self, semantic: dict | None) -> None:
+        self._loading = True
+        try:
+            semantic = semantic or {}
+            self.examples.setPlainText("\n".join(semantic.get("examples") or []))
+            self.negatives.setPlainText("\n".join(semantic.get("negatives") or []))
+            self.threshold.setValue(float(semantic.get("threshold", 0.5)))
+        finally:
+            self._quiet.stop()
+            self._loading = False
+
+    def value(self) -> dict | None:
+        """None when there are no examples: the rule has no semantic condition."""
+        examples = _lines(self.examples.toPlainText())
+        if not examples:
+            return None
+        out: dict = {"examples": examples, "threshold": round(self.threshold.value(), 3)}
+        negatives = _lines(self.negatives.toPlainText())
+        if negatives:
+            out["negatives"] = negatives
+        return out
+
+    def set_threshold(self, value: float) -> None:
+        self.threshold.setValue(value)
+        self.changed.emit()
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+
+class SemanticScoreView(QWidget):
+    """Live score of a typed prompt against the rule being edited, histograms, suggestions."""
+
+    threshold_chosen = Signal(float)
+    answered = Signal(object)  # the engine's answer (dict) or the exception
+
+    def __init__(self, pool, client, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pool, self._client = pool, client
+        self._semantic: dict | None = None
+        self._asked = 0      # questions asked; an answer carries the number it answers
+        self._busy = False
+        self._pending = False
+        self.answer: dict | None = None
+
+        self.prompt = QLineEdit()
+        self.prompt.setPlaceholderText(self.tr("type a prompt to see its score"))
+        self.score = QLabel(self.tr("Select a rule with semantic examples."))
+        self.score.setWordWrap(True)
+        self.plot = pg.PlotWidget()
+        self.plot.setLabel("bottom", self.tr("cosine similarity to the nearest example"))
+        self.plot.setLabel("left", self.tr("prompts"))
+        self.plot.addLegend(offset=(5, 5))
+        self.plot.setXRange(0, 1)
+        self.curves = {}
+        names = {"examples_leave_one_out": self.tr("examples (left out one at a time)"),
+                 "negatives": self.tr("negatives"), "recent": self.tr("recent requests")}
+        for key, colour in SERIES:
+            self.curves[key] = self.plot.plot([0, 1], [0], stepMode="center", fillLevel=0,
+                                              brush=pg.mkBrush(*colour), pen=pg.mkPen(colour[:3]),
+                                              name=names[key])
+        self.line = pg.InfiniteLine(0.5, angle=90, pen=pg.mkPen("k", width=2))
+        self.plot.addItem(self.line)
+        self.mode = QComboBox()
+        for key, label in (("leave_one_out", self.tr("leave-one-out (every example passes)")),
+                           ("best_f1", self.tr("best F1 against the negatives")),
+                           ("precision", self.tr("the precision I pick"))):
+            self.mode.addItem(label, key)
+        self.mode.setCurrentIndex(1)
+        self.precision = QDoubleSpinBox()
+        self.precision.setRange(0.5, 1.0)
+        self.precision.setSingleStep(0.01)
+        self.precision.setValue(0.95)
+        self.suggestion = QLabel("")
+        self.suggestion.setWordWrap(True)
+        self.use_btn = QPushButton(self.tr("Use this threshold"))
+        self.use_btn.setEnabled(False)
+        self.use_btn.clicked.connect(self._use_suggestion)
+
+        row = QHBoxLayout()
+        row.addWidget(QLabel(self.tr("Suggest")))
+        row.addWidget(self.mode, 1)
+        row.addWidget(QLabel(self.tr("precision")))
+        row.addWidget(self.precision)
+        row.addWidget(self.use_btn)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.prompt)
+        layout.addWidget(self.score)
+        layout.addWidget(self.plot, 1)
+        layout.addLayout(row)
+        layout.addWidget(self.suggestion)
+
+        self._quiet = QTimer(self)
+        self._quiet.setSingleShot(True)
+        self._quiet.setInterval(DEBOUNCE_MS)
+        self._quiet.timeout.connect(self.refresh)
+        self.prompt.textChanged.connect(self._quiet.start)
+        self.mode.activated.connect(self._show_suggestion)
+        self.precision.editingFinished.connect(self.refresh)
+
+    def set_condition(self, semantic: dict | None) -> None:
+        """The rule being edited changed (or another rule was selected)."""
+        self._semantic = semantic
+        if semantic is None:
+            self.answer = None
+            self.score.setText(self.tr("This rule has no semantic examples."))
+            self.use_btn.setEnabled(False)
+            return
+        self.line.setValue(float(semantic.get("threshold", 0.5)))
+        self._quiet.start()
+
+    def refresh(self) -> None:
+        if self._semantic is None:
+            return
+        if self._busy:  # one question at a time; ask again once the answer is in
+            self._pending = True
+            return
+        self._busy, self._pending = True, False
+        self._asked += 1
+        prompt = self.prompt.text().strip()
+        asked = self._asked
+        self.pool.submit(self._client().semantic_probe, self._semantic, [prompt] if prompt else [],
+                         200, round(self.precision.value(), 3),
+                         returned=lambda a: self._on_answer(asked, a),
+                         errored=lambda e: self._on_error(asked, e))
+
+    def _done(self) -> None:
+        self._busy = False
+        if self._pending:
+            self.refresh()
+
+    def _on_answer(self, asked: int, answer: dict) -> None:
+        self._done()
+        if asked != self._asked:
+            return
+        self.answer = answer
+        prompts = answer.get("prompts") or []
+        if prompts:
+            p = prompts[0]
+            verdict = self.tr("holds") if p.get("holds") else self.tr("does not hold")
+            self.score.setText(self.tr("score {score:.3f} (threshold {threshold:.3f}): {verdict}; "
+                                       "nearest example: “{nearest}”").format(
+                score=p["score"], threshold=p["threshold"], verdict=verdict,
+                nearest=p["nearest_example"]))
+        else:
+            self.score.setText(self.tr("Type a prompt to see its score."))
+        for key, _colour in SERIES:
+            counts, _edges = np.histogram(answer.get("scores", {}).get(key) or [], bins=BINS)
+            self.curves[key].setData(BINS, counts)
+        self._show_suggestion()
+        self.answered.emit(answer)
+
+    def _on_error(self, asked: int, exc: Exception) -> None:
+        self._done()
+        if asked != self._asked:
+            return
+        describe = getattr(exc, "describe", None)
+        self.score.setText(self.tr("scoring failed: {error}").format(
+            error=describe() if describe else str(exc)))
+        self.answered.emit(exc)
+
+    def suggested(self) -> dict | None:
+        if not self.answer:
+            return None
+        return (self.answer.get("suggestions") or {}).get(self.mode.currentData())
+
+    def _show_suggestion(self, *_args) -> None:
+        s = self.suggested()
+        self.use_btn.setEnabled(s is not None)
+        if s is None:
+            self.suggestion.setText(self.tr("No suggestion: add at least two examples."))
+            return
+        parts = [self.tr("threshold {t:.3f}: recall {r:.0%} of the examples").format(
+            t=s["threshold"], r=s["recall"])]
+        if s.get("precision") is not None:
+            parts.append(self.tr("precision {p:.0%} against the negatives").format(p=s["precision"]))
+        if s.get("recent_share") is not None:
+            parts.append(self.tr("{share:.0%} of recent requests would pass").format(share=s["recent_share"]))
+        self.suggestion.setText("; ".join(parts))
+
+    def _use_suggestion(self) -> None:
+        s = self.suggested()
+        if s is not None:
+            self.line.setValue(s["threshold"])
+            self.threshold_chosen.emit(float(s["threshold"]))

@@ -1,0 +1,24 @@
+"""A Routes panel wired to a real engine, as the main window wires it (pool, client, document)."""
+from __future__ import annotations
+
+import contextlib
+
+from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.gui.panels.routes_panel import RoutesPanel
+from laya_desktop.gui.workers import WorkerPool
+
+
+@contextlib.contextmanager
+def routes_panel(qtbot, url: str):
+    pool = WorkerPool()
+    client = EngineClient(url)
+    doc = ConfigDocument(pool, client)
+    panel = RoutesPanel(pool, doc)
+    qtbot.addWidget(panel)
+    doc._set_applied(client.get_config())
+    try:
+        yield panel
+    finally:
+        pool.shutdown(5000)
+        client.close()
