@@ -26,7 +26,9 @@ from laya_desktop.gui.chat.transcript_view import TranscriptView
 from laya_desktop.gui.engine_client import ChatStream, EngineClient
 from laya_desktop.gui.workers import WorkerPool
 
-REDRAW_MS = 50   # a streamed reply is redrawn at most this often, not once per token
+REDRAW_MS = 50   # a streamed reply is redrawn at most this often, not once per token...
+REDRAW_SHARE = 4  # ...and waits at least this many times its last redraw's cost (a long code box)
+MAX_REDRAW_MS = 500
 
 
 def footer(stats, repeated: str | None = None) -> str:
@@ -206,6 +208,7 @@ class ChatPanel(QWidget):
     def _ask(self) -> bool:
         body = self.request_body()
         self._reply = Message("assistant", "", "…")
+        self._redraw.setInterval(REDRAW_MS)
         self._repeated = None
         self.conversation.messages.append(self._reply)
         self.view.append_message()
@@ -252,7 +255,10 @@ class ChatPanel(QWidget):
             if self._repeated is not None:
                 self.stop()
                 return
+        started = time.perf_counter()
         self.view.redraw_last()
+        cost_ms = (time.perf_counter() - started) * 1000
+        self._redraw.setInterval(int(min(MAX_REDRAW_MS, max(REDRAW_MS, REDRAW_SHARE * cost_ms))))
 
     def _done(self, error: Exception | None, stream: ChatStream | None) -> None:
         if stream is None or stream is not self._stream:
