@@ -12,7 +12,8 @@ from laya_desktop.gui.chat.conversation import (
     Conversation, ConversationFileError, Message, autosave_path, conversations_dir,
     load_conversation, save_conversation,
 )
-from laya_desktop.gui.chat.repetition import repeated_line, repeated_stretch, repetition
+from laya_desktop.gui.chat.repetition import (repeated_line, repeated_stretch, repetition,
+                                               without_repeats)
 
 
 def test_fences_split_prose_from_code():
@@ -64,6 +65,15 @@ def test_a_phrase_echoed_on_one_line_is_a_loop():
     assert repetition(table) is None
     assert repetition(Path(__file__).read_text()) is None                  # real text is not a loop
     assert repetition("x" * 50_000 + "The end.") is None                   # only the tail is read
+
+
+def test_a_loop_is_kept_once():
+    looped = "Intro.\n" + "The sea is blue.\n" * 9 + "The s"
+    assert without_repeats(looped, repetition(looped)) == "Intro.\nThe sea is blue."
+    echo = "Say it. 告诉我 service "
+    cut = "Q: " + echo * 6 + "Say"
+    assert without_repeats(cut, repetition(cut)).count("告诉我") == 1
+    assert without_repeats("no loop here", "") == "no loop here"
 
 
 def _conversation() -> Conversation:

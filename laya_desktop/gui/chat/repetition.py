@@ -41,3 +41,21 @@ def repetition(text: str) -> str | None:
     """What the reply keeps repeating, or None."""
     tail = text[-REPEATS * MAX_UNIT:]   # a loop is at the end; the check costs the same per call
     return repeated_line(tail) or repeated_stretch(tail)
+
+
+def without_repeats(text: str, repeated: str) -> str:
+    """`text` with its trailing copies of `repeated` cut down to one: what is kept of a looping
+    reply, shown and sent back (a loop sent back invites the model to go on looping)."""
+    unit = repeated.strip()
+    body = text.rstrip()
+    if not unit:
+        return body
+    last = body.rfind(unit)
+    if last >= 0 and unit.startswith(body[last + len(unit):].strip()):
+        body = body[:last + len(unit)]   # the copy still being written when it was stopped
+    while body.endswith(unit):
+        shorter = body[:-len(unit)].rstrip()
+        if not shorter.endswith(unit):
+            break
+        body = shorter
+    return body

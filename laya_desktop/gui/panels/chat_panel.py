@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from laya_desktop.gui.chat.conversation import (
     Conversation, Message, autosave_path, conversations_dir, load_conversation, save_conversation,
 )
-from laya_desktop.gui.chat.repetition import repeated_line, repetition
+from laya_desktop.gui.chat.repetition import repeated_line, repetition, without_repeats
 from laya_desktop.gui.chat.sampling import SamplingControls
 from laya_desktop.gui.chat.transcript_view import TranscriptView
 from laya_desktop.gui.engine_client import ChatStream, EngineClient
@@ -272,6 +272,8 @@ class ChatPanel(QWidget):
         if stream.cancelled:
             stats.stopped = True
             stats.ended = stats.ended or time.perf_counter()
+        if self._repeated is not None:
+            reply.text = without_repeats(reply.text, self._repeated)
         reply.footer = footer(stats, self._repeated) if error is None \
             else self.tr("error: {error}").format(error=error)
         current = bool(self.conversation.messages) and self.conversation.messages[-1] is reply
