@@ -189,3 +189,10 @@ def test_leave_one_out_scores_never_match_an_example_to_itself():
     vectors = np.eye(3, dtype=np.float32)
     vectors[2] = vectors[1]
     assert leave_one_out_scores(vectors) == [0.0, 1.0, 1.0]
+
+
+def test_lint_does_not_call_rules_after_a_semantic_rule_shadowed():
+    from laya_desktop.routing.lint import lint
+
+    config, _ = validate_config(raw_config())
+    assert not [w for w in lint(config) if "can never match" in str(w)]

@@ -28,6 +28,8 @@ class LintWarning:
 
 def implies(later: RouteMatch, earlier: RouteMatch) -> bool:
     """True when `earlier` holds for every request for which `later` holds."""
+    if earlier.semantic is not None and later.semantic != earlier.semantic:
+        return False  # a similarity condition: only the very same one is sure to hold too
     if earlier.tags and not (later.tags and set(later.tags) <= set(earlier.tags)):
         return False
     if earlier.model and not (later.model and set(later.model) <= set(earlier.model)):
