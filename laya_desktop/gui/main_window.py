@@ -41,8 +41,9 @@ class MainWindow(QMainWindow):
             "monitor": MonitorPanel(),
             "requests": RequestsPanel(self.pool, client),
             "chat": ChatPanel(self.pool, client),
-            "loadtest": LoadTestPanel(self.pool, self.engine.address, api_key),
         }
+        self.panels["loadtest"] = LoadTestPanel(self.pool, self.engine.address, api_key,
+                                                monitor=self.panels["monitor"])
         self.tabs = QTabWidget()
         titles = (self.tr("Models"), self.tr("Routes"), self.tr("Monitor"), self.tr("Requests"),
                   self.tr("Chat"), self.tr("Load test"))
@@ -58,6 +59,8 @@ class MainWindow(QMainWindow):
         self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.doc.applied_changed.connect(
             lambda cfg: self.panels["chat"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
+        self.doc.applied_changed.connect(
+            lambda cfg: self.panels["loadtest"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
         self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.poller.samples.connect(self.panels["monitor"].add_samples)
         self.poller.samples.connect(self._on_samples)

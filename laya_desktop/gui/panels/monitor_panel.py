@@ -217,6 +217,12 @@ class MonitorPanel(QWidget):
         self.timer.timeout.connect(self.redraw)
         self.timer.start()
 
+    def second_view(self, plots: tuple[str, ...] = ("ram_used", "kv_pct"), parent: QWidget | None = None):
+        """Another view of some of these plots on the same ring buffers (the load test's split
+        view): it draws what this panel's poller delivered, and polls nothing itself."""
+        from laya_desktop.gui.monitor.mirror import MonitorMirror
+        return MonitorMirror(self.ring, PLOT_TITLES, plots, parent=parent)
+
     # --- building ------------------------------------------------------------------------------
     def _add_series(self, s: Series) -> None:
         key = s.key                       # each ring column is drawn on one plot only

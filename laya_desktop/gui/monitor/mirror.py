@@ -1,0 +1,103 @@
+"""A second view of the Monitor's ring buffers: a few of its plots (RAM used, KV cache) drawn
+elsewhere, say beside the load test's curves, from the same samples — nothing is polled twice.
+
+Pulled like the Monitor: its own timer draws only while it is visible and when the ring has news.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from laya_desktop.gui.monitor.series import model_series, system_series, y_range
+from laya_desktop.gui.ring_buffer import SampleRing
+
+DEFAULT_PLOTS = ("ram_used", "kv_pct")
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MonitorPanel", text)
+
+
+class MonitorMirror(QWidget):
+    def __init__(self, ring: SampleRing, titles: dict, plots: tuple[str, ...] = DEFAULT_PLOTS,
+                 window_s: float = 5 * 60.0, refresh_ms: int = 500, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ring, self.keys, self.window_s = ring, tuple(plots), window_s
+        self.view = pg.GraphicsLayoutWidget()
+        self.view.setBackground("w")
+        self.plot: dict[str, pg.PlotItem] = {}
+        self.curves: dict[str, tuple[pg.PlotDataItem, object]] = {}
+        self._models_seen = 0
+        self._drawn_version = -1
+        first = None
+        for row, key in enumerate(self.keys):
+            title, units = titles[key]
+            p = self.view.addPlot(row=row, col=0, axisItems={"bottom": pg.DateAxisItem()})
+            p.setTitle(_tr(title), color="#222", size="9pt")
+            p.setLabel("left", units)
+            p.getAxis("left").enableAutoSIPrefix(False)
+            p.getAxis("left").setWidth(52)
+            p.showGrid(x=False, y=True, alpha=0.25)
+            p.addLegend(offset=(6, 4), labelTextSize="8pt", brush=(255, 255, 255, 190))
+            p.setMenuEnabled(False)
+            p.disableAutoRange()
+            if first is None:
+                first = p
+            else:
+                p.setXLink(first)
+            self.plot[key] = p
+        for s in system_series(_tr):
+            self._add(s)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view)
+        self.timer = QTimer(self)
+        self.timer.setInterval(refresh_ms)
+        self.timer.timeout.connect(self.redraw)
+        self.timer.start()
+
+    def _add(self, s) -> None:
+        if s.plot not in self.plot or s.key in self.curves:
+            return
+        from laya_desktop.gui.panels.monitor_panel import PALETTE
+        curve = self.plot[s.plot].plot(name=s.label, pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)], width=1))
+        curve.setDownsampling(auto=True, method="peak")
+        curve.setClipToView(True)
+        self.curves[s.key] = (curve, s)
+
+    def redraw(self, force: bool = False) -> bool:
+        if not force and not self.isVisible():
+            return False
+        if not self.ring.count or (self.ring.version == self._drawn_version and not force):
+            return False
+        self._drawn_version = self.ring.version
+        for i, name in enumerate(self.ring.models[self._models_seen:], start=self._models_seen):
+            for s in model_series(name, i, _tr):
+                self._add(s)
+        self._models_seen = len(self.ring.models)
+        rows = self.ring.window(self.window_s)
+        t = self.ring.times(rows)
+        t_end = float(t[-1])
+        self.plot[self.keys[0]].setXRange(t_end - self.window_s, t_end, padding=0)
+        per_plot: dict[str, list[np.ndarray]] = {k: [] for k in self.plot}
+        for curve, s in self.curves.values():
+            y = s.values(self.ring, rows)
+            if np.isfinite(y).any():
+                curve.setData(t, y, connect="finite")
+                per_plot[s.plot].append(y)
+        for key, p in self.plot.items():
+            r = y_range(key, per_plot[key])
+            if r is not None:
+                p.setYRange(*r, padding=0)
+        return True
+
+    def points(self, key: str) -> int:
+        """Points drawn on one plot, all curves together (for tests)."""
+        total = 0
+        for curve, s in self.curves.values():
+            if s.plot == key:
+                x, _y = curve.getData()
+                total += 0 if x is None else len(x)
+        return total
