@@ -141,6 +141,12 @@ def test_engine_routes_by_semantic_rule_and_keyword_requests_do_not_embed(tiny_g
         code = next(x for x in explained.json()["explanation"] if x["rule"] == "code")
         assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
         assert explained.json()["rule"] == "code"
+        stricter = raw_config("tiny", [model])
+        stricter["routes"][1]["match"]["semantic"]["threshold"] = 0.99
+        assert c.put("/admin/config", json=stricter).status_code == 200  # embeds off the loop
+        r = c.post("/v1/chat/completions", json={
+            **chat("my python function throws a KeyError, can you fix it?"), "max_tokens": 2})
+        assert r.status_code == 200 and r.headers["x-laya-route"] == "default"
 
 
 def test_best_matching_semantic_rule_wins_whatever_the_order():
@@ -196,3 +202,23 @@ def test_lint_does_not_call_rules_after_a_semantic_rule_shadowed():
 
     config, _ = validate_config(raw_config())
     assert not [w for w in lint(config) if "can never match" in str(w)]
+
+
+def test_the_model_loads_and_embeds_with_the_network_cut_off(monkeypatch):
+    import socket
+
+    from laya_desktop.routing.minilm import MiniLM
+    from laya_desktop.routing.minilm_files import model_files
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the semantic model tried to open a socket")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    files = model_files()
+    assert files.weights.stat().st_size > 80_000_000 and files.tokenizer.is_file()
+    encoder = MiniLM(files)
+    a, b = encoder.encode("a man is eating food."), encoder.encode("a man is eating a piece of bread.")
+    # the value sentence-transformers documents for this pair with all-MiniLM-L6-v2
+    assert float(a @ b) == pytest.approx(0.7553, abs=0.002)

@@ -94,7 +94,8 @@ class Engine:
         return config
 
     async def _swap_config(self, config: Config, source: str) -> None:
-        self.router = Router(config)
+        # semantic rules embed their examples here (tens of ms each): off the event loop
+        self.router = await asyncio.to_thread(Router, config)
         self.config = config
         self.route_inputs.resize(config.server.route_log_size)
         to_warm = await self.models.apply_config(config)
