@@ -41,7 +41,7 @@ class SweepView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.tput, self.tput_curve = self._plot(0, _tr("Throughput and TTFT p95 against clients"), "tok/s",
+        self.tput, self.tput_curve = self._new_plot(0, _tr("Throughput and TTFT p95 against clients"), "tok/s",
                                                 "#1f4f9a", "o")
         # TTFT on its own axis, on the right, in a view box that follows the x axis
         self.ttft_box = pg.ViewBox()
@@ -54,7 +54,7 @@ class SweepView(QWidget):
                                           symbol="t", symbolBrush="#e6194b")
         self.ttft_box.addItem(self.ttft_curve)
         self.tput.vb.sigResized.connect(lambda: self.ttft_box.setGeometry(self.tput.vb.sceneBoundingRect()))
-        self.mem, self.mem_curve = self._plot(1, _tr("Peak RAM used against clients"), "GiB", "#3cb44b", "s")
+        self.mem, self.mem_curve = self._new_plot(1, _tr("Peak RAM used against clients"), "GiB", "#3cb44b", "s")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.plots)
@@ -64,7 +64,7 @@ class SweepView(QWidget):
         layout.addWidget(self.recommendation)
         layout.addWidget(split, 1)
 
-    def _plot(self, row: int, title: str, units: str, color: str, symbol: str):
+    def _new_plot(self, row: int, title: str, units: str, color: str, symbol: str):
         """A plot against clients on a log axis (1, 2, 4, 8 … evenly spaced) and its curve."""
         p = self.plots.addPlot(row=row, col=0)
         p.setTitle(title, color="#222", size="9pt")
@@ -92,9 +92,9 @@ class SweepView(QWidget):
                   fmt_bytes(step.get("swap_moved")), kv, step["errors"], stop)
         for col, value in enumerate(values):
             self.table.setItem(row, col, QTableWidgetItem(str(value)))
-        self._plot()
+        self._replot()
 
-    def _plot(self) -> None:
+    def _replot(self) -> None:
         # the longest prompt length's steps: one curve a length would crowd a small plot
         chars = max(s["prompt_chars"] for s in self.steps)
         steps = [s for s in self.steps if s["prompt_chars"] == chars]
