@@ -47,3 +47,21 @@ def test_loadtest_builtin_gemma_within_budget(tmp_path):
                                     "--max-tokens", "16")
     assert report["requests"] == 40 and report["errors"] == 0
     assert seconds < 50, f"loadtest took {seconds:.1f} s"
+
+
+def test_loadtest_rate_mode_jsonl_and_route_distribution(tiny_gguf, tmp_path):
+    config = {"models": [{"name": "tiny", "backend": "llama_cpp", "path": str(tiny_gguf),
+                          "n_ctx": 256, "parallel": 2}],
+              "routes": [{"name": "tagged", "match": {"tags": ["code"]}, "target": "tiny"},
+                         {"name": "default", "target": "tiny"}]}
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "def f(x):", "tags": ["code"]}\n{"prompt": "Say hi."}\n')
+    with running_engine(config, tmp_path) as eng:
+        report, _ = _loadtest(eng.url, "--rate", "8", "--duration", "1.5", "--max-tokens", "8",
+                              "--prompts", str(prompts))
+    assert report["mode"] == "rate" and report["rate"] == 8.0 and report["duration_s"] == 1.5
+    assert report["requests"] >= 4 and report["errors"] == 0
+    tagged, default = report["routes"]["tagged"], report["routes"]["default"]
+    assert abs(tagged - default) <= 1            # the two prompts alternate
+    assert report["route_models"] == {"default → tiny": default, "tagged → tiny": tagged}
+    assert report["itl_ms"]["p50"] is not None and report["fallbacks"] == {}

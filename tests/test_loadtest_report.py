@@ -196,3 +196,148 @@ def test_generator_cancel_stops_new_requests():
                                       cancel=cancel, transport=make_transport(seen)))
     assert len(report.results) == 2 and report.cancelled
     assert report.summary()["cancelled"] is True
+
+
+# -- rate mode, duration, inter-token latency, route distribution, causes -----------------------------
+
+def test_itl_fallbacks_and_route_models():
+    from laya_desktop.loadtest.report import aggregate
+    results = [R(0, route="code", model="big"), R(1, route="code", model="small"),
+               R(2, route="default", model="small")]
+    results[0].itl_ms, results[1].itl_ms = 10.0, 30.0
+    results[1].fallback_from = "big"
+    s = aggregate(results, 1.0)
+    assert s["itl_ms"]["p50"] == 20.0 and s["itl_ms"]["max"] == 30.0
+    assert s["fallbacks"] == {"big → small": 1}
+    assert s["route_models"] == {"code → big": 1, "code → small": 1, "default → small": 1}
+    assert "fallbacks    big → small: 1" in render_table(s)
+
+
+@pytest.mark.parametrize("result, cause", [
+    (R(0, status=429, error="429: queue full (12 waiting)"), "429: queue full (N waiting)"),
+    (R(0, status=400, error="400: the prompt has 4348 tokens, more than 512"), "400: the prompt has N tokens, more than N"),
+    (R(0, status=0, error="ReadTimeout: timed out"), "no response: ReadTimeout"),
+    (R(0, status=0, error="ConnectError"), "no response: ConnectError"),
+    (R(0, status=200, error="stream ended without [DONE]"), "stream ended without [DONE]"),
+])
+def test_error_cause(result, cause):
+    from laya_desktop.loadtest.report import error_cause
+    assert error_cause(result) == cause
+
+
+def test_errors_by_cause_groups_and_orders_by_count():
+    results = [R(i, status=429, error=f"429: queue full ({i} waiting)") for i in range(3)]
+    results.append(R(3, status=0, error="ConnectError"))
+    assert aggregate(results, 1.0)["errors_by_cause"] == {"429: queue full (N waiting)": 3,
+                                                         "no response: ConnectError": 1}
+
+
+@pytest.mark.parametrize("values, bins, edges0, counts", [
+    ([], 4, None, []),
+    ([5.0, 5.0], 4, 5.0, [2]),
+    ([0.0, 1.0, 2.0, 3.0, 4.0], 4, 0.0, [1, 1, 1, 2]),      # the maximum falls in the last bin
+])
+def test_histogram(values, bins, edges0, counts):
+    from laya_desktop.loadtest.report import histogram
+    edges, got = histogram(values, bins)
+    assert got == counts
+    assert (edges[0] if edges else None) == edges0 and (len(edges) == len(got) + 1 if got else edges == [])
+
+
+def test_itl_is_measured_from_content_chunks():
+    report = run_loadtest_sync("http://engine", concurrency=1, requests=1, prompts=["chunks"],
+                               transport=make_transport([]))
+    r = report.results[0]
+    assert r.ok and r.itl_ms is not None and r.itl_ms >= 0   # three chunks, two gaps
+
+
+def test_per_prompt_tags_join_the_global_ones_and_fallback_is_read():
+    from laya_desktop.loadtest.prompts import Prompt
+    seen = []
+    base = make_transport(seen)
+
+    def handler(request):
+        resp = base.handle_request(request)
+        resp.headers["X-Laya-Fallback-From"] = "big"
+        return resp
+    report = run_loadtest_sync("http://engine", concurrency=1, requests=2,
+                               prompts=[Prompt("a", ("code",)), Prompt("b")], tags=["lt"],
+                               transport=httpx.MockTransport(handler))
+    assert [req.headers.get("x-laya-tags") for req, _ in seen] == ["lt,code", "lt"]
+    assert report.summary()["fallbacks"] == {"big → gemma": 2}
+    assert [r.prompt_chars for r in report.results] == [1, 1]
+
+
+def test_rate_mode_sends_poisson_arrivals_regardless_of_in_flight():
+    seen = []
+    report = asyncio.run(run_loadtest("http://engine", concurrency=1, requests=20, rate=200.0,
+                                      transport=make_transport(seen)))
+    assert len(report.results) == 20 and all(r.ok for r in report.results)
+    starts = sorted(r.started_s for r in report.results)
+    assert starts[-1] < 1.0                       # 20 at 200/s: about 0.1 s, not 20 round trips
+    s = report.summary()
+    assert s["mode"] == "rate" and s["rate"] == 200.0
+
+
+def test_poisson_arrivals_have_the_asked_mean():
+    from itertools import islice
+
+    from laya_desktop.loadtest.generator import poisson_arrivals
+    times = list(islice(poisson_arrivals(50.0, seed=3), 5000))
+    assert times == sorted(times)
+    assert times[-1] / len(times) == pytest.approx(1 / 50.0, rel=0.05)
+
+
+def test_duration_bounds_the_run_without_a_count():
+    report = asyncio.run(run_loadtest("http://engine", concurrency=2, requests=None, duration_s=0.3,
+                                      transport=make_transport([])))
+    assert report.results and max(r.started_s for r in report.results) < 0.3 + 0.05
+    assert report.summary()["duration_s"] == 0.3
+
+
+def test_neither_count_nor_duration_is_refused():
+    with pytest.raises(ValueError):
+        asyncio.run(run_loadtest("http://engine", requests=None))
+
+
+# -- prompts and exports -------------------------------------------------------------------------------
+
+def test_builtin_mixes():
+    from laya_desktop.loadtest.prompts import LONG_CHARS, builtin
+    assert all(p.tags == ("code",) for p in builtin("code"))
+    assert all(len(p.text) >= LONG_CHARS - 1 for p in builtin("long"))
+    mixed = builtin("mixed")
+    assert {p.tags for p in mixed} == {(), ("code",)} and max(len(p.text) for p in mixed) >= LONG_CHARS - 1
+    with pytest.raises(ValueError, match="valid: short"):
+        builtin("nope")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"prompt": "a", "tags": ["x"]}\n\n{"prompt": "b"}\n', None),
+    ('{"prompt": "a"}\n{oops\n', ":2: not JSON"),
+    ('{"text": "a"}\n', ':1: needs a non-empty "prompt"'),
+    ('{"prompt": "a", "tags": "x"}\n', '"tags" must be a list'),
+    ("\n", "no prompts"),
+])
+def test_read_jsonl(tmp_path, text, problem):
+    from laya_desktop.loadtest.prompts import Prompt, read_jsonl
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    if problem is None:
+        assert read_jsonl(str(path)) == [Prompt("a", ("x",)), Prompt("b")]
+    else:
+        with pytest.raises(ValueError, match=problem.replace("(", r"\(")):
+            read_jsonl(str(path))
+
+
+def test_exports_parse(tmp_path):
+    import csv
+
+    from laya_desktop.loadtest.export import write_csv, write_json
+    report = LoadTestReport([R(0, ttft=12.0), R(1, status=429, error="429: full")], wall_s=2.0, url="u")
+    write_json(report, tmp_path / "r.json", sweep={"steps": []})
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["summary"]["requests"] == 2 and data["requests"][1]["status"] == 429 and data["sweep"] == {"steps": []}
+    assert write_csv(report.results, tmp_path / "r.csv") == 2
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert [r["status"] for r in rows] == ["200", "429"] and rows[0]["ttft_ms"] == "12.0" and rows[1]["ttft_ms"] == ""
