@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import mmap
 import threading
 from pathlib import Path
@@ -27,6 +28,7 @@ HEADS = 12
 LAYERS = 6
 MAX_TOKENS = 128  # what the model was trained on; longer texts keep their last 127 pieces
 _EPS = 1e-12
+_SCALE = 1.0 / math.sqrt(HIDDEN // HEADS)
 _DTYPES = {"F32": np.float32, "I64": np.int64}
 
 
@@ -83,7 +85,7 @@ class _Layer:
         qkv = x @ self.qkv_w + self.qkv_b  # (n, 1152)
         qkv = qkv.reshape(n, 3, HEADS, head).transpose(1, 2, 0, 3)  # (3, heads, n, head)
         q, k, v = qkv[0], qkv[1], qkv[2]
-        scores = q @ k.transpose(0, 2, 1) * (1.0 / np.sqrt(head))
+        scores = q @ k.transpose(0, 2, 1) * _SCALE  # a Python float: a numpy float64 would promote
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
