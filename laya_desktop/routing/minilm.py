@@ -51,15 +51,30 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(centred * centred, axis=-1, keepdims=True)
-    return centred / np.sqrt(var + _EPS) * weight + bias
+    """In place on `x` (always a temporary here): each pass allocates nothing new."""
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)[:, None]
+    var *= 1.0 / x.shape[-1]
+    var += _EPS
+    np.sqrt(var, out=var)
+    x /= var
+    x *= weight
+    x += bias
+    return x
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    # the tanh form: within 1e-3 of erf-GELU, and numpy has no erf
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    """In place: the tanh form, within 1e-3 of erf-GELU (numpy has no erf)."""
+    t = x * x
+    t *= x
+    t *= 0.044715
+    t += x
+    t *= 0.7978845608
+    np.tanh(t, out=t)
+    t += 1.0
+    t *= x
+    t *= 0.5
+    return t
 
 
 class _Layer:
@@ -82,7 +97,8 @@ class _Layer:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         n = x.shape[0]
         head = HIDDEN // HEADS
-        qkv = x @ self.qkv_w + self.qkv_b  # (n, 1152)
+        qkv = x @ self.qkv_w  # (n, 1152)
+        qkv += self.qkv_b
         qkv = qkv.reshape(n, 3, HEADS, head).transpose(1, 2, 0, 3)  # (3, heads, n, head)
         q, k, v = qkv[0], qkv[1], qkv[2]
         scores = q @ k.transpose(0, 2, 1) * _SCALE  # a Python float: a numpy float64 would promote
@@ -90,8 +106,16 @@ class _Layer:
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         context = (scores @ v).transpose(1, 0, 2).reshape(n, HIDDEN)
-        x = _layer_norm(x + context @ self.out_w + self.out_b, *self.ln1)
-        return _layer_norm(x + _gelu(x @ self.up_w + self.up_b) @ self.down_w + self.down_b, *self.ln2)
+        attended = context @ self.out_w
+        attended += self.out_b
+        attended += x
+        x = _layer_norm(attended, *self.ln1)
+        up = x @ self.up_w
+        up += self.up_b
+        down = _gelu(up) @ self.down_w
+        down += self.down_b
+        down += x
+        return _layer_norm(down, *self.ln2)
 
 
 def _one_blas_thread():
