@@ -164,13 +164,14 @@ class TranscriptView(QTextBrowser):
         if kind == "head":
             who = self.tr("You") if piece[1] == "user" else self.tr("Assistant")
             color = "#1f4f9a" if piece[1] == "user" else "#1f7a1f"
-            return f"<p><b style='color:{color}'>{who}</b></p>"
+            return f"<p style='margin-top:12px'><b style='color:{color}'>{who}</b></p>"
         if kind == "typed":      # what the user typed is shown as typed, not as Markdown
             return "<p>" + html.escape(piece[1]).replace("\n", "<br>") + "</p>"
         if kind == "code":
             return self._code_box_html(index, piece[1], piece[2])
         if kind == "footer":
-            return f"<p style='color:#777;font-size:small'>{html.escape(piece[1])}</p>"
+            return (f"<p style='margin-top:6px;color:#777;font-size:small'>"
+                    f"{html.escape(piece[1])}</p>")
         return "<p><i>…</i></p>"
 
     def _code_box_html(self, index: int, k: int, block: Block) -> str:
