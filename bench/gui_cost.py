@@ -11,7 +11,9 @@ fires (the event loop's stall, p50/p99/max).
 
 --loadtest measures the whole app instead (MainWindow, its own engine on a tiny random GGUF): the
 event loop's stall and the GUI process's CPU while the Load test panel runs 4 clients, once with
-the Load test tab shown and once with the Monitor shown.
+the Load test tab shown (its live curves and the Monitor's second view drawing) and once with the
+Monitor shown. Beside each figure: the baseline run's (--baseline, by default the results file
+this run replaces) and the ratio.
 
 QT_QPA_PLATFORM defaults to offscreen; under Xvfb use `xvfb-run -a env QT_QPA_PLATFORM=xcb ...`.
 With --json: one JSON object on stdout, the table on stderr; bench/results/gui_cost.json either way.
@@ -166,6 +168,7 @@ def loadtest_main(args) -> None:
     port = free_port()
     path = write_config(folder, gui_config(write_tiny_gguf(folder / "tiny.gguf"), port))
     window = start_window(app, path, port)
+    baseline = _baseline_cases(args.baseline)
     cases = []
     try:
         panel = window.panel("loadtest")
@@ -184,17 +187,40 @@ def loadtest_main(args) -> None:
             cases.append(case)
     finally:
         window.close()
+    for c in cases:
+        base = baseline.get(c["shown"])
+        if base:
+            c["baseline"] = {k: base.get(k) for k in ("cpu_pct_of_core", "stall_ms_p99", "stall_ms_max")}
+            c["ratio_stall_p99"] = _ratio(c["stall_ms_p99"], base.get("stall_ms_p99"))
     report = {"bench": "gui_cost_loadtest", "platform": os.environ.get("QT_QPA_PLATFORM"),
-              "goal_stall_ms_p99": 50.0, "cases": cases,
+              "goal_stall_ms_p99": 50.0, "cases": cases, "baseline_file": str(args.baseline),
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
     lines = [f"GUI event-loop stall during a 4-client load test ({args.requests} requests, tiny GGUF), "
-             f"QT_QPA_PLATFORM={report['platform']}",
-             f"{'tab shown':<10} {'ok':>3} {'seconds':>8} {'CPU % core':>10} {'stall p50':>9} {'p99 ms':>7} {'max ms':>7}"]
+             f"QT_QPA_PLATFORM={report['platform']}; goal p99 <= 50 ms",
+             f"{'tab shown':<10} {'ok':>3} {'seconds':>8} {'CPU % core':>10} {'stall p50':>9} {'p99 ms':>7} "
+             f"{'max ms':>7} {'base p99':>8} {'ratio':>6}"]
     for c in cases:
+        b = c.get("baseline") or {}
+        base_p99 = "-" if b.get("stall_ms_p99") is None else f"{b['stall_ms_p99']:.1f}"
+        ratio = "-" if c.get("ratio_stall_p99") is None else f"{c['ratio_stall_p99']:.2f}"
         lines.append(f"{c['shown']:<10} {'yes' if c['ok'] else 'no':>3} {c['seconds']:>8.1f} "
                      f"{c['cpu_pct_of_core']:>10.2f} {c['stall_ms_p50']:>9.1f} {c['stall_ms_p99']:>7.1f} "
-                     f"{c['stall_ms_max']:>7.1f}")
+                     f"{c['stall_ms_max']:>7.1f} {base_p99:>8} {ratio:>6}")
     publish("gui_cost_loadtest", report, "\n".join(lines), args.json)
+
+
+def _baseline_cases(path) -> dict:
+    """The baseline run's cases by the tab shown; empty when there is none to compare with."""
+    import json
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {c.get("shown"): c for c in data.get("cases") or [] if isinstance(c, dict)}
+
+
+def _ratio(now, base):
+    return round(now / base, 3) if isinstance(base, (int, float)) and base > 0 else None
 
 
 def main() -> None:
@@ -204,6 +230,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--loadtest", action="store_true", help="the whole app during a load test")
     parser.add_argument("--requests", type=int, default=200, help="with --loadtest")
+    parser.add_argument("--baseline", default=str(Path(__file__).resolve().parent / "results" / "gui_cost_loadtest.json"),
+                        help="with --loadtest: a earlier results file to compare with")
     args = parser.parse_args()
     if args.loadtest:
         return loadtest_main(args)

@@ -2,9 +2,13 @@
 request, and the throughput, against seconds since the start.
 
 Fed in batches by the panel's timer (never a call per request): `add` appends plain numbers,
-`redraw` sets the data once per batch.
+`redraw` sets the data at most once a REDRAW_S. Painting is the cost (bench/gui_cost.py
+--loadtest): lines, not symbols, and axes that change range in steps, not on every batch, so
+their text is rendered again only now and then.
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,6 +20,15 @@ PLOTS = (("latency", QT_TRANSLATE_NOOP("LiveCurves", "Latency"), "ms", 0, 0),
          ("itl", QT_TRANSLATE_NOOP("LiveCurves", "Inter-token latency"), "ms", 1, 0),
          ("tokens", QT_TRANSLATE_NOOP("LiveCurves", "Throughput"), "tok/s", 1, 1))
 THROUGHPUT_WINDOW_S = 2.0
+REDRAW_S = 1.0
+X_STEP_S = 10.0
+
+
+def steady_top(current: float | None, highest: float) -> float:
+    """The y axis' top: kept while the data fits and fills a third of it, else 1.5 × the data."""
+    if current is not None and highest <= current and highest >= current / 3:
+        return current
+    return max(highest * 1.5, 1e-3)
 
 
 def throughput(finished_s: np.ndarray, tokens: np.ndarray, window_s: float = THROUGHPUT_WINDOW_S,
@@ -49,15 +62,14 @@ class LiveCurves(QWidget):
             p.getAxis("left").setWidth(52)
             p.showGrid(x=False, y=True, alpha=0.25)
             p.setMenuEnabled(False)
-            p.titleLabel.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            p.disableAutoRange()
+            for item in (p.titleLabel, p.getAxis("left"), p.getAxis("bottom")):
+                item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             if first is None:
                 first = p
             else:
                 p.setXLink(first)
-            line = key == "tokens"
-            self.curve[key] = p.plot(pen=pg.mkPen("#1f4f9a", width=1) if line else None,
-                                     symbol=None if line else "o", symbolSize=4,
-                                     symbolBrush="#1f4f9a", symbolPen=None)
+            self.curve[key] = p.plot(pen=pg.mkPen("#1f4f9a", width=1))
             self.plot[key] = p
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -65,6 +77,9 @@ class LiveCurves(QWidget):
         self.clear()
 
     def clear(self) -> None:
+        self._tops: dict[str, float | None] = {k: None for k in self.plot}
+        self._right: float | None = None
+        self._next_draw_at = 0.0
         self._cols: dict[str, list[float]] = {k: [] for k in ("finished", "latency", "ttft", "itl", "tokens")}
         for c in self.curve.values():
             c.setData([], [])
@@ -87,11 +102,30 @@ class LiveCurves(QWidget):
         x, _y = self.curve[key].getData()
         return 0 if x is None else len(x)
 
-    def redraw(self) -> None:
+    def redraw(self, force: bool = False) -> bool:
+        """Draw what was added; False when the last draw was under REDRAW_S ago (unless forced)."""
+        now = time.monotonic()
+        if not force and now < self._next_draw_at:
+            return False
+        self._next_draw_at = now + REDRAW_S
         t = np.asarray(self._cols["finished"], float)
+        order = np.argsort(t, kind="stable")      # a line in the order requests finished
+        t = t[order]
+        data = {}
         for key in ("latency", "ttft", "itl"):
-            y = np.asarray(self._cols[key], float)
+            y = np.asarray(self._cols[key], float)[order]
             keep = np.isfinite(y)
-            self.curve[key].setData(t[keep], y[keep])
-        xs, ys = throughput(t, np.asarray(self._cols["tokens"], float))
-        self.curve["tokens"].setData(xs, ys)
+            data[key] = (t[keep], y[keep])
+        data["tokens"] = throughput(t, np.asarray(self._cols["tokens"], float)[order])
+        right = max(X_STEP_S, X_STEP_S * np.ceil(float(t[-1]) / X_STEP_S)) if t.size else X_STEP_S
+        if right != self._right:
+            self._right = right
+            self.plot["latency"].setXRange(0, right, padding=0)
+        for key, (x, y) in data.items():
+            self.curve[key].setData(x, y)
+            if y.size:
+                top = steady_top(self._tops[key], float(np.nanmax(y)))
+                if top != self._tops[key]:
+                    self._tops[key] = top
+                    self.plot[key].setYRange(0, top, padding=0)
+        return True

@@ -1,14 +1,15 @@
 """A second view of the Monitor's ring buffers: a few of its plots (RAM used, KV cache) drawn
 elsewhere, say beside the load test's curves, from the same samples — nothing is polled twice.
 
-Pulled like the Monitor: its own timer draws only while it is visible and when the ring has news.
+Pulled like the Monitor: its own timer draws only while it is visible and when the ring has news,
+at most once a second, and the y axes keep their range while the data still fits it well.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QTimer
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from laya_desktop.gui.monitor.series import model_series, system_series, y_range
 from laya_desktop.gui.ring_buffer import SampleRing
@@ -20,9 +21,18 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("MonitorPanel", text)
 
 
+def _fits(current: tuple[float, float] | None, wanted: tuple[float, float]) -> bool:
+    """The range shown still suits the data: it holds it and is under 1.5 × as wide."""
+    if current is None:
+        return False
+    lo, hi = wanted
+    span = hi - lo
+    return current[0] <= lo + span * 0.1 and hi - span * 0.1 <= current[1] and current[1] - current[0] <= 1.5 * span
+
+
 class MonitorMirror(QWidget):
     def __init__(self, ring: SampleRing, titles: dict, plots: tuple[str, ...] = DEFAULT_PLOTS,
-                 window_s: float = 5 * 60.0, refresh_ms: int = 500, parent: QWidget | None = None) -> None:
+                 window_s: float = 5 * 60.0, refresh_ms: int = 1000, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ring, self.keys, self.window_s = ring, tuple(plots), window_s
         self.view = pg.GraphicsLayoutWidget()
@@ -31,6 +41,7 @@ class MonitorMirror(QWidget):
         self.curves: dict[str, tuple[pg.PlotDataItem, object]] = {}
         self._models_seen = 0
         self._drawn_version = -1
+        self._ranges: dict[str, tuple[float, float]] = {}
         first = None
         for row, key in enumerate(self.keys):
             title, units = titles[key]
@@ -43,6 +54,8 @@ class MonitorMirror(QWidget):
             p.addLegend(offset=(6, 4), labelTextSize="8pt", brush=(255, 255, 255, 190))
             p.setMenuEnabled(False)
             p.disableAutoRange()
+            for item in (p.titleLabel, p.getAxis("left")):
+                item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             if first is None:
                 first = p
             else:
@@ -89,7 +102,8 @@ class MonitorMirror(QWidget):
                 per_plot[s.plot].append(y)
         for key, p in self.plot.items():
             r = y_range(key, per_plot[key])
-            if r is not None:
+            if r is not None and not _fits(self._ranges.get(key), r):
+                self._ranges[key] = r
                 p.setYRange(*r, padding=0)
         return True
 

@@ -334,7 +334,7 @@ class LoadTestPanel(QWidget):
         if batch:
             self._all.extend(batch)
             self.live.add(batch)
-            self.live.redraw()
+        self.live.redraw()              # at most once a second, whatever the batches
         done, errors = len(self._all), sum(1 for r in self._all if not r.ok)
         if self._kind == "sweep":
             self.progress.setValue(int(100 * len(self.sweep_view.steps) / max(self._total or 1, 1)))
@@ -347,6 +347,7 @@ class LoadTestPanel(QWidget):
 
     def _on_report(self, report: LoadTestReport) -> None:
         self._flush()
+        self.live.redraw(force=True)
         self.report = report
         summary = report.summary()
         self.results.show_report(summary, [r.latency_ms for r in report.results if r.ok])
