@@ -222,3 +222,16 @@ def test_the_model_loads_and_embeds_with_the_network_cut_off(monkeypatch):
     a, b = encoder.encode("a man is eating food."), encoder.encode("a man is eating a piece of bread.")
     # the value sentence-transformers documents for this pair with all-MiniLM-L6-v2
     assert float(a @ b) == pytest.approx(0.7553, abs=0.002)
+
+
+def test_text_to_embed_names_the_text_only_when_a_semantic_rule_is_reached(router):
+    keyword = chat("urgent: disk full")
+    assert router.text_to_embed(CHAT, keyword, None) is None
+    fresh = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                          {"role": "user", "content": "My rust program panics when I index a vector"}]}
+    before = router.semantic.embedded
+    assert router.text_to_embed(CHAT, fresh, None) == "my rust program panics when i index a vector"
+    assert router.semantic.embedded == before  # asking embedded nothing
+    router.semantic.embed("my rust program panics when i index a vector")
+    assert router.text_to_embed(CHAT, fresh, None) is None  # cached now: the decision is cheap
+    assert router.decide_body(CHAT, fresh, None).rule == "code"

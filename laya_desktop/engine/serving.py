@@ -173,6 +173,15 @@ class RequestRecord:
         engine.record_request(self.fields)
 
 
+async def embed_off_loop(router, path: str, body: dict, header_tags: str | None) -> None:
+    """When the decision will embed the prompt for a semantic rule (milliseconds), do that in a
+    worker thread first, so the event loop goes on streaming other answers; the decision then
+    finds the embedding cached. X-Laya-Route-Us therefore times the decision without it."""
+    text = router.text_to_embed(path, body, header_tags)
+    if text is not None:
+        await asyncio.to_thread(router.semantic.embed, text)
+
+
 class Routed:
     """A call and where the rules sent it, with the headers every routed answer carries."""
 
@@ -233,6 +242,7 @@ async def serve(request: Request, api: Api) -> Response:
         # the Responses adapter reads its store on the engine (previous_response_id, item_reference)
         call = api.parse(body, request.headers, engine)
         call.path = request.url.path
+        await embed_off_loop(engine.router, call.path, call.chat, request.headers.get("x-laya-tags"))
         routed = Routed(engine, call, request, record)
         candidates = routed.choose(engine, record)
         gen = await unless_client_leaves(request, lambda: start_generation(
@@ -446,6 +456,8 @@ def count_endpoint(api):
             body = await read_json(request)
             call = api.parse_count(body, request.headers)
             call.path = request.url.path
+            await embed_off_loop(engine.router, call.path, call.chat,
+                                 request.headers.get("x-laya-tags"))
             routed = Routed(engine, call, request, record)
             served = engine.models.get(routed.decision.target)
             if served is None:

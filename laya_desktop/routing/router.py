@@ -157,7 +157,6 @@ class _Tier:
         return found
 
 
-
 class Router:
     def __init__(self, config: Config, *, scanner: str | None = None,
                  first_tier_keywords: int | None = 64):
@@ -254,6 +253,11 @@ class Router:
         user_parts, chars = text_parts(body)
         return self._select(path, model, merge_tags(body, header_tags), chars,
                             lambda: USER_TEXT_SEPARATOR.join(user_parts).lower())
+
+    def text_to_embed(self, path: str, body: dict, header_tags: str | None) -> str | None:
+        """The text decide_body would embed for this request (reaching a semantic rule with a
+        text not cached yet), or None: the engine embeds it in a worker thread first."""
+        return self.semantic.text_to_embed(lambda: self.decide_body(path, body, header_tags))
 
     def decide(self, req: RouteRequest) -> Decision | None:
         if req.model is not None and req.model in self.registered:
@@ -409,7 +413,6 @@ def check_rule(rule: RouteConfig, req: RouteRequest, semantic: SemanticRules | N
     if failed:
         return RuleCheck(rule.name, False, tuple(failed), scored)
     return RuleCheck(rule.name, True, tuple(held) or ("no conditions (catch-all)",), scored)
-
 
 
 def _show(items) -> str:

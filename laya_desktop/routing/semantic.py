@@ -77,8 +77,16 @@ class TextEmbeddings:
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def has(self, text: str) -> bool:
+        with self._lock:
+            return self._key(text) in self._cache
+
     def __call__(self, text: str) -> np.ndarray:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = self._key(text)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -133,11 +141,18 @@ def semantic_text(user_text_lower: str) -> str:
     return ""
 
 
+class NeedsEmbedding(Exception):
+    def __init__(self, text: str):
+        super().__init__("the decision needs this text embedded")
+        self.text = text
+
+
 class SemanticRules:
     """The semantic conditions of a router's enabled rules, by rule index (bit)."""
 
     def __init__(self, rules, embeddings: TextEmbeddings | None = None):
         self.mask = 0
+        self._dry_run = threading.local()
         self._by_index: dict[int, SemanticRule] = {}
         self._by_name: dict[str, SemanticRule] = {}
         self._embeddings = embeddings
@@ -160,7 +175,24 @@ class SemanticRules:
         return self.embeddings.encoder.encoded if self._embeddings is not None else 0
 
     def embed(self, user_text_lower: str) -> np.ndarray:
-        return self.embeddings(semantic_text(user_text_lower))
+        text = semantic_text(user_text_lower)
+        if getattr(self._dry_run, "on", False) and not self.embeddings.has(text):
+            raise NeedsEmbedding(text)
+        return self.embeddings(text)
+
+    def text_to_embed(self, decide) -> str | None:
+        """Runs `decide()` without embedding anything: the text the decision would have to embed
+        first (not cached yet), or None. Lets the engine embed it off its event loop."""
+        if not self.mask:
+            return None
+        self._dry_run.on = True
+        try:
+            decide()
+        except NeedsEmbedding as needed:
+            return needed.text
+        finally:
+            self._dry_run.on = False
+        return None
 
     def holds(self, index: int, vector: np.ndarray) -> bool:
         """The rule's own test, and no other semantic rule's examples nearer: the examples of one
