@@ -1,7 +1,8 @@
 """`laya gui --screenshot DIR`: fill each panel with real content, save one PNG per panel, quit.
 
-Steps, each bounded in time: wait for the engine and its config; one chat exchange; a small load
-test; a routing explanation; then grab every panel. A "shoot now" timer takes the pictures anyway
+Steps, each bounded in time: wait for the engine and its config; one chat exchange; a two-step
+capacity sweep; a small load test (its live view is the picture); a routing explanation; then grab every panel (the load test twice:
+its live split view, and the sweep's result as loadtest-sweep.png). A "shoot now" timer takes the pictures anyway
 when the deadline approaches, so a stuck step never costs the pictures.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ class ScreenshotDirector(QObject):
 
     @property
     def complete(self) -> bool:
-        return len(self.saved) == len(PANELS) and self.engine_was_up
+        return set(PANELS) <= set(self.saved) and self.engine_was_up
 
     def _left(self) -> float:
         return float("inf") if self.deadline is None else self.deadline - time.monotonic()
@@ -77,21 +78,39 @@ class ScreenshotDirector(QObject):
             self._step_timer.start(self._bounded(45))
         elif self._step == "chat-wait":           # the reply took too long: stop it, go on
             self.window.panel("chat").stop()
-            self._step = "loadtest"
+            self._step = "sweep"
             self._step_timer.start(500)
         elif self._step == "loadtest":
             lt = self.window.panel("loadtest")
             lt.concurrency.setValue(2)
-            lt.requests.setValue(6)
-            lt.max_tokens.setValue(8)
+            lt.limit.setCurrentIndex(lt.limit.findData("duration"))   # long enough for curves
+            lt.duration.setValue(6)
+            lt.max_tokens.setValue(16)
             lt.finished.connect(self._after_loadtest)
             self.window.tabs.setCurrentWidget(lt)
             lt.start()
             self._step = "loadtest-wait"
             self._step_timer.start(self._bounded(30))
         elif self._step == "loadtest-wait":
+            self.window.panel("loadtest").stop()
             self._step = "explain"
-            self._advance()
+            self._step_timer.start(500)
+        elif self._step == "sweep":
+            lt = self.window.panel("loadtest")
+            lt.sweep_max.setValue(2)
+            lt.sweep_requests.setValue(4)
+            lt.sweep_finished.connect(self._after_sweep)
+            self.window.tabs.setCurrentWidget(lt)
+            if not lt.start_sweep():
+                self._step = "loadtest"
+                self._advance()
+                return
+            self._step = "sweep-wait"
+            self._step_timer.start(self._bounded(30))
+        elif self._step == "sweep-wait":
+            self.window.panel("loadtest").stop()
+            self._step = "loadtest"
+            self._step_timer.start(3500)     # Stop's grace, then the load test can start
         elif self._step == "explain":
             routes = self.window.panel("routes")
             routes.try_prompt.setPlainText("Write a Python function that reverses a list.")
@@ -108,12 +127,17 @@ class ScreenshotDirector(QObject):
 
     def _after_chat(self, _result: dict) -> None:
         if self._step == "chat-wait":
-            self._step = "loadtest"
+            self._step = "sweep"
             self._step_timer.start(300)
 
     def _after_loadtest(self, _ok: bool, _result) -> None:
         if self._step == "loadtest-wait":
             self._step = "explain"
+            self._step_timer.start(300)
+
+    def _after_sweep(self, _ok: bool, _result) -> None:
+        if self._step == "sweep-wait":
+            self._step = "loadtest"
             self._step_timer.start(300)
 
     # --- pictures ------------------------------------------------------------------------------
@@ -134,10 +158,19 @@ class ScreenshotDirector(QObject):
         self.window.tabs.setCurrentWidget(self.window.panel(key))
         if key == "monitor":
             self.window.panel("monitor").redraw()
+        if key == "loadtest":
+            self.window.panel("loadtest").views.setCurrentIndex(0)    # the live split view
+
+        def save(name: str) -> None:
+            path = self.out_dir / f"{name}.png"
+            if self.window.grab().save(str(path)) and path.stat().st_size > 0:
+                self.saved.append(name)
 
         def grab() -> None:
-            path = self.out_dir / f"{key}.png"
-            if self.window.grab().save(str(path)) and path.stat().st_size > 0:
-                self.saved.append(key)
+            save(key)
+            if key == "loadtest":       # and the sweep's result on its own picture
+                self.window.panel("loadtest").views.setCurrentIndex(2)
+                QTimer.singleShot(400, lambda: (save("loadtest-sweep"), self._shoot_next(i + 1)))
+                return
             self._shoot_next(i + 1)
         QTimer.singleShot(400, grab)  # one layout and paint pass, and the plot timer's redraw

@@ -93,7 +93,7 @@ def test_two_step_sweep_fills_table_curves_and_recommends(window, qtbot, tmp_pat
     assert all(s["peak_ram_used"] > 0 and s["tokens_per_s"] > 0 for s in sweep["steps"])
     x, y = view.tput_curve.xData, view.tput_curve.yData     # the data, not the log-x view of it
     assert list(x) == [1.0, 2.0] and min(y) > 0
-    assert len(view.ttft_curve.xData) == 2 and len(view.mem_curve.xData) == 2
+    assert list(view.ttft_curve.xData) == [1.0, 2.0] and len(view.mem_curve.xData) == 2
     assert sweep["recommendation"]["concurrency"] == 2
     assert "2" in view.recommendation.text()
     path = tmp_path / "sweep.json"

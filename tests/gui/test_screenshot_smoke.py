@@ -39,6 +39,8 @@ def test_screenshot_mode_with_tiny_model(tmp_path, gui_tiny_gguf):
     assert rc == 0, output
     assert took < 90
     check_pictures(tmp_path / "shots")
+    sweep = tmp_path / "shots" / "loadtest-sweep.png"      # the load test's second picture
+    assert sweep.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and sweep.stat().st_size > 5000
     assert engine_processes(config) == []
 
 

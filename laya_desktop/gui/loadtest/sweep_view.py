@@ -2,12 +2,9 @@
 peak RAM, and the recommendation."""
 from __future__ import annotations
 
-import math
-
 import pyqtgraph as pg
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
-from PySide6.QtCore import Qt
 
 from laya_desktop.gui.units import fmt_bytes
 
@@ -38,23 +35,13 @@ class SweepView(QWidget):
         self.table.setHorizontalHeaderLabels([_tr(c) for c in COLUMNS])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.tput, self.tput_curve = self._new_plot(0, _tr("Throughput and TTFT p95 against clients"), "tok/s",
-                                                "#1f4f9a", "o")
-        # TTFT on its own axis, on the right, in a view box that follows the x axis
-        self.ttft_box = pg.ViewBox()
-        self.tput.showAxis("right")
-        self.tput.scene().addItem(self.ttft_box)
-        self.tput.getAxis("right").linkToView(self.ttft_box)
-        self.tput.getAxis("right").setLabel(_tr("TTFT p95"), units="ms", color="#e6194b")
-        self.ttft_box.setXLink(self.tput)
-        self.ttft_curve = pg.PlotDataItem(pen=pg.mkPen("#e6194b", width=2, style=Qt.PenStyle.DashLine),
-                                          symbol="t", symbolBrush="#e6194b")
-        self.ttft_box.addItem(self.ttft_curve)
-        self.tput.vb.sigResized.connect(lambda: self.ttft_box.setGeometry(self.tput.vb.sceneBoundingRect()))
-        self.mem, self.mem_curve = self._new_plot(1, _tr("Peak RAM used against clients"), "GiB", "#3cb44b", "s")
+        self.tput, self.tput_curve = self._new_plot(0, _tr("Throughput against clients"), "tok/s", "#1f4f9a", "o")
+        self.ttft, self.ttft_curve = self._new_plot(1, _tr("TTFT p95 against clients"), "ms", "#e6194b", "t")
+        self.mem, self.mem_curve = self._new_plot(2, _tr("Peak RAM used against clients"), "GiB", "#3cb44b", "s")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.plots)
@@ -101,8 +88,7 @@ class SweepView(QWidget):
         x = [float(s["concurrency"]) for s in steps]
         self.tput_curve.setData(x, [s["tokens_per_s"] for s in steps])
         ttft = [(c, s["ttft_p95_ms"]) for c, s in zip(x, steps) if s.get("ttft_p95_ms") is not None]
-        self.ttft_curve.setData([math.log10(c) for c, _v in ttft], [v for _c, v in ttft])
-        self.ttft_box.enableAutoRange()
+        self.ttft_curve.setData([c for c, _v in ttft], [v for _c, v in ttft])
         mem = [(c, s["peak_ram_used"] / (1 << 30)) for c, s in zip(x, steps) if s.get("peak_ram_used")]
         self.mem_curve.setData([c for c, _ in mem], [v for _, v in mem])
 

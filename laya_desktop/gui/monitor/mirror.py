@@ -32,7 +32,7 @@ def _fits(current: tuple[float, float] | None, wanted: tuple[float, float]) -> b
 
 class MonitorMirror(QWidget):
     def __init__(self, ring: SampleRing, titles: dict, plots: tuple[str, ...] = DEFAULT_PLOTS,
-                 window_s: float = 5 * 60.0, refresh_ms: int = 1000, parent: QWidget | None = None) -> None:
+                 window_s: float = 2 * 60.0, refresh_ms: int = 1000, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ring, self.keys, self.window_s = ring, tuple(plots), window_s
         self.view = pg.GraphicsLayoutWidget()
