@@ -195,6 +195,57 @@
     </message>
 </context>
 <context>
+    <name>DistributionView</name>
+    <message>
+        <source>last 5 minutes</source>
+        <translation>最近 5 分钟</translation>
+    </message>
+    <message>
+        <source>last hour</source>
+        <translation>最近 1 小时</translation>
+    </message>
+    <message>
+        <source>last 24 hours</source>
+        <translation>最近 24 小时</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation>刷新</translation>
+    </message>
+    <message>
+        <source>Rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>占比</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>could not read the distribution: {error}</source>
+        <translation>无法读取分布：{error}</translation>
+    </message>
+    <message>
+        <source>{total} requests in the window.</source>
+        <translation>时间窗口内共 {total} 个请求。</translation>
+    </message>
+    <message>
+        <source>(The request log holds less than the window.)</source>
+        <translation>（请求日志保存的时间短于该窗口。）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{share:.0%} of them went to model {model}.&lt;/b&gt;</source>
+        <translation>&lt;b&gt;其中 {share:.0%} 发往了模型 {model}。&lt;/b&gt;</translation>
+    </message>
+</context>
+<context>
     <name>EngineController</name>
     <message>
         <source>the engine did not become healthy at {address}</source>
@@ -218,39 +269,26 @@
     </message>
 </context>
 <context>
+    <name>LiveCurves</name>
+    <message>
+        <source>Latency</source>
+        <translation>延迟</translation>
+    </message>
+    <message>
+        <source>Time to first token</source>
+        <translation>首个 token 时间</translation>
+    </message>
+    <message>
+        <source>Inter-token latency</source>
+        <translation>token 间延迟</translation>
+    </message>
+    <message>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+</context>
+<context>
     <name>LoadTestPanel</name>
-    <message>
-        <source>Status</source>
-        <translation>状态</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>Rule</source>
-        <translation>规则</translation>
-    </message>
-    <message>
-        <source>Latency ms</source>
-        <translation>延迟 ms</translation>
-    </message>
-    <message>
-        <source>TTFT ms</source>
-        <translation>首 token 时间 ms</translation>
-    </message>
-    <message>
-        <source>Tokens</source>
-        <translation>Token 数</translation>
-    </message>
-    <message>
-        <source>Error</source>
-        <translation>错误</translation>
-    </message>
-    <message>
-        <source>{n} items</source>
-        <translation>{n} 项</translation>
-    </message>
     <message>
         <source>load test aborted: the engine did not answer in time</source>
         <translation>压力测试已中止：引擎未及时响应</translation>
@@ -276,44 +314,176 @@
         <translation>并发数</translation>
     </message>
     <message>
+        <source>short chat</source>
+        <translation>简短对话</translation>
+    </message>
+    <message>
+        <source>long context</source>
+        <translation>长上下文</translation>
+    </message>
+    <message>
+        <source>code (tag: code)</source>
+        <translation>代码（标签：code）</translation>
+    </message>
+    <message>
+        <source>mixed</source>
+        <translation>混合</translation>
+    </message>
+    <message>
+        <source>from a JSONL file…</source>
+        <translation>来自 JSONL 文件…</translation>
+    </message>
+    <message>
+        <source>Rate (requests/s, Poisson)</source>
+        <translation>速率（请求/秒，泊松到达）</translation>
+    </message>
+    <message>
         <source>Requests</source>
         <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>时长</translation>
+    </message>
+    <message>
+        <source>Save JSON…</source>
+        <translation>保存 JSON…</translation>
+    </message>
+    <message>
+        <source>Save CSV…</source>
+        <translation>保存 CSV…</translation>
+    </message>
+    <message>
+        <source>Save PNG…</source>
+        <translation>保存 PNG…</translation>
     </message>
     <message>
         <source>Max tokens</source>
         <translation>最大 token 数</translation>
     </message>
     <message>
+        <source>Load</source>
+        <translation>负载</translation>
+    </message>
+    <message>
         <source>Tags</source>
         <translation>标签</translation>
     </message>
     <message>
-        <source>Prompts (one per line)</source>
-        <translation>提示词（每行一个）</translation>
+        <source>Prompts</source>
+        <translation>提示词</translation>
     </message>
     <message>
-        <source>Figure</source>
-        <translation>指标</translation>
+        <source>Target</source>
+        <translation>目标</translation>
     </message>
     <message>
-        <source>Value</source>
-        <translation>数值</translation>
+        <source>prompt lengths in characters, comma-separated, say 0, 4000</source>
+        <translation>提示词长度（字符），用逗号分隔，例如 0, 4000</translation>
+    </message>
+    <message>
+        <source>4 × clients</source>
+        <translation>4 × 客户端数</translation>
+    </message>
+    <message>
+        <source>Run sweep</source>
+        <translation>运行扫描</translation>
+    </message>
+    <message>
+        <source>Up to clients</source>
+        <translation>最多客户端</translation>
+    </message>
+    <message>
+        <source>Prompt lengths</source>
+        <translation>提示词长度</translation>
+    </message>
+    <message>
+        <source>TTFT p95 target</source>
+        <translation>TTFT p95 目标</translation>
+    </message>
+    <message>
+        <source>Requests a step</source>
+        <translation>每步请求数</translation>
+    </message>
+    <message>
+        <source>Live</source>
+        <translation>实时</translation>
+    </message>
+    <message>
+        <source>Results</source>
+        <translation>结果</translation>
+    </message>
+    <message>
+        <source>Capacity sweep</source>
+        <translation>容量扫描</translation>
+    </message>
+    <message>
+        <source>Prompts, one JSON object a line</source>
+        <translation>提示词，每行一个 JSON 对象</translation>
+    </message>
+    <message>
+        <source>JSONL files (*.jsonl);;All files (*)</source>
+        <translation>JSONL 文件 (*.jsonl);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>choose a JSONL file of prompts</source>
+        <translation>请选择一个提示词 JSONL 文件</translation>
+    </message>
+    <message>
+        <source>load test not started: {error}</source>
+        <translation>负载测试未开始：{error}</translation>
+    </message>
+    <message>
+        <source>running… {done} done, {errors} failed</source>
+        <translation>运行中… 已完成 {done}，失败 {errors}</translation>
+    </message>
+    <message>
+        <source>done: {n} requests, {errors} failed</source>
+        <translation>完成：{n} 个请求，{errors} 个失败</translation>
+    </message>
+    <message>
+        <source>sweep done: {n} steps</source>
+        <translation>扫描完成：{n} 步</translation>
+    </message>
+    <message>
+        <source>sweep failed: {error}</source>
+        <translation>扫描失败：{error}</translation>
+    </message>
+    <message>
+        <source>JSON files (*.json)</source>
+        <translation>JSON 文件 (*.json)</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV 文件 (*.csv)</translation>
+    </message>
+    <message>
+        <source>PNG images (*.png)</source>
+        <translation>PNG 图像 (*.png)</translation>
+    </message>
+    <message>
+        <source>Save the load test report</source>
+        <translation>保存负载测试报告</translation>
     </message>
     <message>
         <source>running…</source>
         <translation>运行中…</translation>
     </message>
     <message>
+        <source>prompt lengths cannot be negative</source>
+        <translation>提示词长度不能为负数</translation>
+    </message>
+    <message>
+        <source>sweep not started: {error}</source>
+        <translation>扫描未开始：{error}</translation>
+    </message>
+    <message>
+        <source>sweeping…</source>
+        <translation>扫描中…</translation>
+    </message>
+    <message>
         <source>stopping…</source>
         <translation>正在停止…</translation>
-    </message>
-    <message>
-        <source>running… {done}/{total}</source>
-        <translation>运行中… {done}/{total}</translation>
-    </message>
-    <message>
-        <source>done: {n} requests</source>
-        <translation>完成：{n} 个请求</translation>
     </message>
     <message>
         <source>load test failed: {error}</source>
@@ -1227,6 +1397,73 @@
     </message>
 </context>
 <context>
+    <name>ResultsView</name>
+    <message>
+        <source>Latency</source>
+        <translation>延迟</translation>
+    </message>
+    <message>
+        <source>Time to first token</source>
+        <translation>首个 token 时间</translation>
+    </message>
+    <message>
+        <source>Inter-token latency</source>
+        <translation>token 间延迟</translation>
+    </message>
+    <message>
+        <source>rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>rule → model</source>
+        <translation>规则 → 模型</translation>
+    </message>
+    <message>
+        <source>fallback</source>
+        <translation>回退</translation>
+    </message>
+    <message>
+        <source>Figure</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Kind</source>
+        <translation>类别</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>占比</translation>
+    </message>
+    <message>
+        <source>Cause</source>
+        <translation>原因</translation>
+    </message>
+    <message>
+        <source>Latency histogram</source>
+        <translation>延迟直方图</translation>
+    </message>
+    <message>
+        <source>requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>{n} requests, {ok} ok, {errors} failed in {wall:.1f} s — {rps:.2f} requests/s, {tps:.1f} tokens/s ({tokens} completion tokens)</source>
+        <translation>{n} 个请求，{ok} 个成功，{errors} 个失败，用时 {wall:.1f} 秒 — {rps:.2f} 请求/秒，{tps:.1f} tokens/秒（{tokens} 个补全 token）</translation>
+    </message>
+</context>
+<context>
     <name>RoutesPanel</name>
     <message>
         <source>Semantic</source>
@@ -1545,131 +1782,6 @@
     </message>
 </context>
 <context>
-    <name>TranscriptView</name>
-    <message>
-        <source>You</source>
-        <translation>你</translation>
-    </message>
-    <message>
-        <source>Assistant</source>
-        <translation>助手</translation>
-    </message>
-    <message>
-        <source>Tool call: {name}</source>
-        <translation>工具调用：{name}</translation>
-    </message>
-    <message>
-        <source>Copy</source>
-        <translation>复制</translation>
-    </message>
-</context>
-<context>
-    <name>DistributionView</name>
-    <message>
-        <source>last 5 minutes</source>
-        <translation>最近 5 分钟</translation>
-    </message>
-    <message>
-        <source>last hour</source>
-        <translation>最近 1 小时</translation>
-    </message>
-    <message>
-        <source>last 24 hours</source>
-        <translation>最近 24 小时</translation>
-    </message>
-    <message>
-        <source>Refresh</source>
-        <translation>刷新</translation>
-    </message>
-    <message>
-        <source>Rule</source>
-        <translation>规则</translation>
-    </message>
-    <message>
-        <source>Requests</source>
-        <translation>请求数</translation>
-    </message>
-    <message>
-        <source>Share</source>
-        <translation>占比</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>could not read the distribution: {error}</source>
-        <translation>无法读取分布：{error}</translation>
-    </message>
-    <message>
-        <source>{total} requests in the window.</source>
-        <translation>时间窗口内共 {total} 个请求。</translation>
-    </message>
-    <message>
-        <source>(The request log holds less than the window.)</source>
-        <translation>（请求日志保存的时间短于该窗口。）</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{share:.0%} of them went to model {model}.&lt;/b&gt;</source>
-        <translation>&lt;b&gt;其中 {share:.0%} 发往了模型 {model}。&lt;/b&gt;</translation>
-    </message>
-</context>
-<context>
-    <name>WhatIfView</name>
-    <message>
-        <source>Edit the rules, then press “What if…” to replay recent requests against them before applying.</source>
-        <translation>先编辑规则，再按“假如…”在应用之前用它们重放最近的请求。</translation>
-    </message>
-    <message>
-        <source>Rule or model</source>
-        <translation>规则或模型</translation>
-    </message>
-    <message>
-        <source>Before</source>
-        <translation>之前</translation>
-    </message>
-    <message>
-        <source>After</source>
-        <translation>之后</translation>
-    </message>
-    <message>
-        <source>Change</source>
-        <translation>变化</translation>
-    </message>
-    <message>
-        <source>Request</source>
-        <translation>请求</translation>
-    </message>
-    <message>
-        <source>Requests that would move</source>
-        <translation>会改变路由的请求</translation>
-    </message>
-    <message>
-        <source>replaying recent requests…</source>
-        <translation>正在重放最近的请求…</translation>
-    </message>
-    <message>
-        <source>what-if failed:</source>
-        <translation>假如分析失败：</translation>
-    </message>
-    <message>
-        <source>No requests logged yet: nothing to replay.</source>
-        <translation>尚未记录任何请求：没有可重放的内容。</translation>
-    </message>
-    <message>
-        <source>{changed} of {replayed} recent requests would change route.</source>
-        <translation>最近 {replayed} 个请求中有 {changed} 个会改变路由。</translation>
-    </message>
-    <message>
-        <source>rule</source>
-        <translation>规则</translation>
-    </message>
-    <message>
-        <source>model</source>
-        <translation>模型</translation>
-    </message>
-</context>
-<context>
     <name>SemanticFields</name>
     <message>
         <source>Semantic (the user text is close to example prompts)</source>
@@ -1789,6 +1901,155 @@
     <message>
         <source>{share:.0%} of recent requests would pass</source>
         <translation>{share:.0%} 的最近请求会通过</translation>
+    </message>
+</context>
+<context>
+    <name>SweepView</name>
+    <message>
+        <source>Clients</source>
+        <translation>客户端</translation>
+    </message>
+    <message>
+        <source>Prompt chars</source>
+        <translation>提示词字符</translation>
+    </message>
+    <message>
+        <source>TTFT p50</source>
+        <translation>TTFT p50</translation>
+    </message>
+    <message>
+        <source>TTFT p95</source>
+        <translation>TTFT p95</translation>
+    </message>
+    <message>
+        <source>Peak RAM</source>
+        <translation>内存峰值</translation>
+    </message>
+    <message>
+        <source>Swap moved</source>
+        <translation>交换量</translation>
+    </message>
+    <message>
+        <source>KV peak</source>
+        <translation>KV 峰值</translation>
+    </message>
+    <message>
+        <source>Errors</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>Stopped by</source>
+        <translation>停止原因</translation>
+    </message>
+    <message>
+        <source>memory guard</source>
+        <translation>内存守护</translation>
+    </message>
+    <message>
+        <source>swap</source>
+        <translation>交换</translation>
+    </message>
+    <message>
+        <source>errors</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>Throughput against clients</source>
+        <translation>吞吐量与客户端数</translation>
+    </message>
+    <message>
+        <source>TTFT p95 against clients</source>
+        <translation>TTFT p95 与客户端数</translation>
+    </message>
+    <message>
+        <source>Peak RAM used against clients</source>
+        <translation>内存峰值与客户端数</translation>
+    </message>
+    <message>
+        <source>clients</source>
+        <translation>客户端</translation>
+    </message>
+    <message>
+        <source>No recommendation: {reason}</source>
+        <translation>无推荐：{reason}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Recommended: {n} clients&lt;/b&gt; at {chars} prompt characters — {tps:.1f} tokens/s, TTFT p95 {ttft:.0f} ms (target {target:g} ms), within the memory limits</source>
+        <translation>&lt;b&gt;推荐：{n} 个客户端&lt;/b&gt;，提示词 {chars} 字符 — {tps:.1f} tokens/秒，TTFT p95 {ttft:.0f} ms（目标 {target:g} ms），在内存限制之内</translation>
+    </message>
+</context>
+<context>
+    <name>TranscriptView</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>Tool call: {name}</source>
+        <translation>工具调用：{name}</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+</context>
+<context>
+    <name>WhatIfView</name>
+    <message>
+        <source>Edit the rules, then press “What if…” to replay recent requests against them before applying.</source>
+        <translation>先编辑规则，再按“假如…”在应用之前用它们重放最近的请求。</translation>
+    </message>
+    <message>
+        <source>Rule or model</source>
+        <translation>规则或模型</translation>
+    </message>
+    <message>
+        <source>Before</source>
+        <translation>之前</translation>
+    </message>
+    <message>
+        <source>After</source>
+        <translation>之后</translation>
+    </message>
+    <message>
+        <source>Change</source>
+        <translation>变化</translation>
+    </message>
+    <message>
+        <source>Request</source>
+        <translation>请求</translation>
+    </message>
+    <message>
+        <source>Requests that would move</source>
+        <translation>会改变路由的请求</translation>
+    </message>
+    <message>
+        <source>replaying recent requests…</source>
+        <translation>正在重放最近的请求…</translation>
+    </message>
+    <message>
+        <source>what-if failed:</source>
+        <translation>假如分析失败：</translation>
+    </message>
+    <message>
+        <source>No requests logged yet: nothing to replay.</source>
+        <translation>尚未记录任何请求：没有可重放的内容。</translation>
+    </message>
+    <message>
+        <source>{changed} of {replayed} recent requests would change route.</source>
+        <translation>最近 {replayed} 个请求中有 {changed} 个会改变路由。</translation>
+    </message>
+    <message>
+        <source>rule</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <source>model</source>
+        <translation>模型</translation>
     </message>
 </context>
 </TS>

@@ -52,13 +52,13 @@ class ResultsView(QWidget):
         super().__init__(parent)
         self.headline = QLabel("")
         self.headline.setWordWrap(True)
-        self.percentiles = _table([_tr("Figure")] + list(STATS))
-        self.routes = _table([_tr("Kind"), _tr("Name"), _tr("Requests"), _tr("Share")])
-        self.errors = _table([_tr("Cause"), _tr("Requests")])
+        self.percentiles = _table([QCoreApplication.translate("ResultsView", "Figure")] + list(STATS))
+        self.routes = _table([QCoreApplication.translate("ResultsView", "Kind"), QCoreApplication.translate("ResultsView", "Name"), QCoreApplication.translate("ResultsView", "Requests"), QCoreApplication.translate("ResultsView", "Share")])
+        self.errors = _table([QCoreApplication.translate("ResultsView", "Cause"), QCoreApplication.translate("ResultsView", "Requests")])
         self.histogram = pg.PlotWidget(background="w")
-        self.histogram.setTitle(_tr("Latency histogram"), color="#222", size="9pt")
+        self.histogram.setTitle(QCoreApplication.translate("ResultsView", "Latency histogram"), color="#222", size="9pt")
         self.histogram.setLabel("bottom", "ms")
-        self.histogram.setLabel("left", _tr("requests"))
+        self.histogram.setLabel("left", QCoreApplication.translate("ResultsView", "requests"))
         self.histogram.setMenuEnabled(False)
         self.bars: pg.BarGraphItem | None = None
         grid = QGridLayout(self)
@@ -71,7 +71,7 @@ class ResultsView(QWidget):
         grid.setRowStretch(2, 1)
 
     def show_report(self, summary: dict, latencies: list[float]) -> None:
-        self.headline.setText(_tr(
+        self.headline.setText(QCoreApplication.translate("ResultsView",
             "{n} requests, {ok} ok, {errors} failed in {wall:.1f} s — {rps:.2f} requests/s, "
             "{tps:.1f} tokens/s ({tokens} completion tokens)").format(
             n=summary["requests"], ok=summary["ok"], errors=summary["errors"], wall=summary["wall_s"],

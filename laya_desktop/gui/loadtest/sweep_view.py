@@ -39,9 +39,9 @@ class SweepView(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
-        self.tput, self.tput_curve = self._new_plot(0, _tr("Throughput against clients"), "tok/s", "#1f4f9a", "o")
-        self.ttft, self.ttft_curve = self._new_plot(1, _tr("TTFT p95 against clients"), "ms", "#e6194b", "t")
-        self.mem, self.mem_curve = self._new_plot(2, _tr("Peak RAM used against clients"), "GiB", "#3cb44b", "s")
+        self.tput, self.tput_curve = self._new_plot(0, QCoreApplication.translate("SweepView", "Throughput against clients"), "tok/s", "#1f4f9a", "o")
+        self.ttft, self.ttft_curve = self._new_plot(1, QCoreApplication.translate("SweepView", "TTFT p95 against clients"), "ms", "#e6194b", "t")
+        self.mem, self.mem_curve = self._new_plot(2, QCoreApplication.translate("SweepView", "Peak RAM used against clients"), "GiB", "#3cb44b", "s")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.plots)
@@ -56,7 +56,7 @@ class SweepView(QWidget):
         p = self.plots.addPlot(row=row, col=0)
         p.setTitle(title, color="#222", size="9pt")
         p.setLabel("left", units)
-        p.setLabel("bottom", _tr("clients"))
+        p.setLabel("bottom", QCoreApplication.translate("SweepView", "clients"))
         p.setLogMode(x=True, y=False)
         p.setMenuEnabled(False)
         return p, p.plot(pen=pg.mkPen(color, width=2), symbol=symbol, symbolBrush=color)
@@ -95,9 +95,9 @@ class SweepView(QWidget):
     def show_result(self, sweep: dict) -> None:
         rec = sweep.get("recommendation") or {}
         if rec.get("concurrency") is None:
-            self.recommendation.setText(_tr("No recommendation: {reason}").format(reason=rec.get("reason", "")))
+            self.recommendation.setText(QCoreApplication.translate("SweepView", "No recommendation: {reason}").format(reason=rec.get("reason", "")))
         else:
-            self.recommendation.setText(_tr(
+            self.recommendation.setText(QCoreApplication.translate("SweepView",
                 "<b>Recommended: {n} clients</b> at {chars} prompt characters — {tps:.1f} tokens/s, "
                 "TTFT p95 {ttft:.0f} ms (target {target:g} ms), within the memory limits").format(
                 n=rec["concurrency"], chars=rec["prompt_chars"], tps=rec["tokens_per_s"],

@@ -50,7 +50,7 @@ async def _until_aborted(coro, abort: threading.Event):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            raise RuntimeError(_tr("load test aborted: the engine did not answer in time"))
+            raise RuntimeError(QCoreApplication.translate("LoadTestPanel", "load test aborted: the engine did not answer in time"))
     return task.result()
 
 
@@ -237,7 +237,7 @@ class LoadTestPanel(QWidget):
         key = self.mix.currentData()
         if key == "jsonl":
             if not self._jsonl:
-                raise ValueError(_tr("choose a JSONL file of prompts"))
+                raise ValueError(QCoreApplication.translate("LoadTestPanel", "choose a JSONL file of prompts"))
             return read_jsonl(self._jsonl)
         return builtin(key)
 
@@ -271,7 +271,7 @@ class LoadTestPanel(QWidget):
         try:
             common = self._common()
         except (OSError, ValueError) as exc:
-            self.status.setText(_tr("load test not started: {error}").format(error=exc))
+            self.status.setText(QCoreApplication.translate("LoadTestPanel", "load test not started: {error}").format(error=exc))
             return False
         if not self._begin("test", self.tr("running…")):
             return False
@@ -294,9 +294,9 @@ class LoadTestPanel(QWidget):
             common = self._common()
             lengths = [int(v) for v in self.sweep_lengths.text().replace(" ", "").split(",") if v]
             if any(v < 0 for v in lengths):
-                raise ValueError(_tr("prompt lengths cannot be negative"))
+                raise ValueError(QCoreApplication.translate("LoadTestPanel", "prompt lengths cannot be negative"))
         except (OSError, ValueError) as exc:
-            self.status.setText(_tr("sweep not started: {error}").format(error=exc))
+            self.status.setText(QCoreApplication.translate("LoadTestPanel", "sweep not started: {error}").format(error=exc))
             return False
         if not self._begin("sweep", self.tr("sweeping…")):
             return False
@@ -352,12 +352,12 @@ class LoadTestPanel(QWidget):
         summary = report.summary()
         self.results.show_report(summary, [r.latency_ms for r in report.results if r.ok])
         self.progress.setValue(100)
-        self._end(_tr("done: {n} requests, {errors} failed").format(n=summary["requests"], errors=summary["errors"]))
+        self._end(QCoreApplication.translate("LoadTestPanel", "done: {n} requests, {errors} failed").format(n=summary["requests"], errors=summary["errors"]))
         self.finished.emit(True, report)
 
     def _on_error(self, exc: Exception) -> None:
         self._flush()
-        self._end(_tr("load test failed: {error}").format(error=exc))
+        self._end(QCoreApplication.translate("LoadTestPanel", "load test failed: {error}").format(error=exc))
         self.finished.emit(False, exc)
 
     def _on_sweep(self, sweep: dict) -> None:
@@ -369,12 +369,12 @@ class LoadTestPanel(QWidget):
                                      wall_s=max(time.monotonic() - self._started, 1e-3), url=self.url)
         self.results.show_report(self.report.summary(), [r.latency_ms for r in self._all if r.ok])
         self.progress.setValue(100)
-        self._end(_tr("sweep done: {n} steps").format(n=len(sweep.get("steps") or [])))
+        self._end(QCoreApplication.translate("LoadTestPanel", "sweep done: {n} steps").format(n=len(sweep.get("steps") or [])))
         self.sweep_finished.emit(True, sweep)
 
     def _on_sweep_error(self, exc: Exception) -> None:
         self._flush()
-        self._end(_tr("sweep failed: {error}").format(error=exc))
+        self._end(QCoreApplication.translate("LoadTestPanel", "sweep failed: {error}").format(error=exc))
         self.sweep_finished.emit(False, exc)
 
     def _end(self, text: str) -> None:
