@@ -4,10 +4,11 @@ The script writes a config with two tiny GGUF models (llama.cpp runners) and a r
 by a strict loopback upstream (tests/strict_upstream.py: it refuses a wrong model name, a wrong
 key or a leftover `tags` field, and answers 503 now and then so the fallback runs), starts the
 engine, and drives it with a fixed number of clients sending chat and completions, streamed or
-not, local and remote, with tools on the remote. Every `--squeeze-every` seconds it squeezes memory through the
-admin API: PUT /admin/config with `reserved_system_gb` above the RAM available, held for
-`--squeeze-hold` seconds, then the old config back; the guard unloads the models (busy ones last,
-their requests ending in 503) and refuses loads until the limit is restored.
+not, local and remote, with tools on the remote. Every `--squeeze-every` seconds it squeezes
+memory through the admin API: PUT /admin/config with `reserved_system_gb` above the RAM
+available, held for `--squeeze-hold` seconds, then the old config back; the guard unloads the
+models (busy ones last, their requests ending in 503) and refuses loads until the limit is
+restored.
 
 It samples the engine process (RSS, open fds, threads) and its runners every second, keeps every
 /admin/telemetry sample and event, and judges four goals:
@@ -15,6 +16,7 @@ It samples the engine process (RSS, open fds, threads) and its runners every sec
   clean         every failure a 429 or 503 with Retry-After (a stream that had already started
                 ends in an error event whose code is a "try again" one: it has no header to carry)
   rss           the engine's own RSS grows less than 50 MB from the end of the warm-up to the end
+                (its request log and telemetry ring fill in the first hour: bounded, but counted)
   leaks         open fds and threads, idle after the run, no more than when idle after the warm-up
                 (plus a small allowance for idle pool threads) and no runner left over
 
@@ -156,7 +158,8 @@ def send(client: httpx.Client, kind: str, rng: random.Random, hang_s: float) -> 
     if record["outcome"] is None:
         status = record["status"]
         if status in (429, 503):
-            record["outcome"] = "refused_with_hint" if record["retry_after"] else "refused_without_hint"
+            hinted = bool(record["retry_after"])
+            record["outcome"] = "refused_with_hint" if hinted else "refused_without_hint"
         else:
             record["outcome"] = "bad_status"
     record["seconds"] = round(time.monotonic() - started, 3)
@@ -240,7 +243,8 @@ def idle_figures(proc: psutil.Process, engine_port: int, upstream_port: int,
     time.sleep(settle_s)
     figures = process_figures(proc)
     sockets = proc.net_connections(kind="inet")
-    figures["upstream_sockets"] = sum(1 for s in sockets if s.raddr and s.raddr.port == upstream_port)
+    figures["upstream_sockets"] = sum(1 for s in sockets
+                                      if s.raddr and s.raddr.port == upstream_port)
     figures["client_sockets"] = sum(1 for s in sockets if s.raddr and s.laddr.port == engine_port)
     figures["other_fds"] = figures["fds"] - figures["upstream_sockets"] - figures["client_sockets"]
     return figures
@@ -273,9 +277,9 @@ def run(args) -> dict:
             before = idle_figures(proc, engine.port, upstream.port)
             records, figures, telemetry, events, windows = [], [before], [], [], []
             stop, lock = threading.Event(), threading.Lock()
-            threads = [threading.Thread(target=client_loop, daemon=True,
-                                        args=(engine.url, 1000 + i, stop, args.hang_s, records, lock))
-                       for i in range(args.concurrency)]
+            threads = [threading.Thread(target=client_loop, daemon=True, args=(
+                engine.url, 1000 + i, stop, args.hang_s, records, lock))
+                for i in range(args.concurrency)]
             threads.append(threading.Thread(target=squeeze_loop, daemon=True, args=(
                 engine.url, args.squeeze_every, args.squeeze_hold, stop, windows)))
             sampler = threading.Thread(target=sample_loop, daemon=True,
@@ -296,10 +300,10 @@ def run(args) -> dict:
             with httpx.Client(base_url=engine.url, timeout=30) as c:
                 config = c.get("/admin/config").json()
                 models = c.get("/admin/models").json()["models"]
-                telemetry.extend(c.get(f"/admin/telemetry?since={telemetry[-1]['seq'] if telemetry else 0}")
-                                 .json()["samples"])
-                events.extend(c.get(f"/admin/events?since={events[-1]['seq'] if events else 0}")
-                              .json()["events"])
+                last = telemetry[-1]["seq"] if telemetry else 0
+                telemetry.extend(c.get(f"/admin/telemetry?since={last}").json()["samples"])
+                last = events[-1]["seq"] if events else 0
+                events.extend(c.get(f"/admin/events?since={last}").json()["events"])
             runners_left = engine.runner_pids()
             loaded = sum(1 for m in models if m.get("pid"))
         finally:
@@ -348,7 +352,8 @@ def judge(args, warm, records, figures, before, after, telemetry, events, window
         "bench": "soak", "short": args.short, "seconds": round(ended - started, 1),
         "concurrency": args.concurrency, "squeeze_every_s": args.squeeze_every,
         "squeeze_hold_s": args.squeeze_hold, "hang_s": args.hang_s,
-        "machine": {"cpus": os.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / GIB, 1)},
+        "machine": {"cpus": os.cpu_count(),
+                    "ram_gib": round(psutil.virtual_memory().total / GIB, 1)},
         "requests": len(records), "warm_up_requests": len(warm),
         "warm_up_failures": [r for r in warm if r["outcome"] != "ok"],
         "by_kind": kinds, "by_outcome": by_outcome, "by_status": by_status, "by_code": by_code,
@@ -364,7 +369,8 @@ def judge(args, warm, records, figures, before, after, telemetry, events, window
                    "rss_max": max(f["rss"] for f in live),
                    "fds_after_warm_up": before["fds"], "fds_end": after["fds"],
                    "fds_max": max(f["fds"] for f in live),
-                   "other_fds_after_warm_up": before["other_fds"], "other_fds_end": after["other_fds"],
+                   "other_fds_after_warm_up": before["other_fds"],
+                   "other_fds_end": after["other_fds"],
                    "upstream_sockets_end": after["upstream_sockets"],
                    "client_sockets_end": after["client_sockets"],
                    "threads_after_warm_up": before["threads"], "threads_end": after["threads"],
@@ -389,6 +395,10 @@ def _count(items) -> dict[str, int]:
     return counts
 
 
+def _pairs(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
 def table(report: dict) -> str:
     e = report["engine"]
     mib = 1 << 20
@@ -396,9 +406,9 @@ def table(report: dict) -> str:
              f"{report['requests']} requests, squeeze every {report['squeeze_every_s']:g} s "
              f"for {report['squeeze_hold_s']:g} s ({len(report['squeezes'])} squeezes, "
              f"{report['emergency_unloads']} emergency unloads)",
-             "requests by status: " + ", ".join(f"{k} {v}" for k, v in sorted(report["by_status"].items())),
-             "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report["by_outcome"].items())),
-             "error codes: " + (", ".join(f"{k} {v}" for k, v in sorted(report["by_code"].items())) or "none"),
+             "requests by status: " + _pairs(report["by_status"]),
+             "outcomes: " + _pairs(report["by_outcome"]),
+             "error codes: " + (_pairs(report["by_code"]) or "none"),
              f"upstream: served {report['upstream']['served']}, 503 on purpose "
              f"{report['upstream']['failed_on_purpose']}, refused (wrong model/key/tags) "
              f"{report['upstream']['refused']}",
