@@ -3,8 +3,9 @@
     .venv/bin/python bench/semantic_route.py [--data bench/data/semantic_prompts.jsonl]
 
 Config: one semantic rule per route (its examples: the `train` prompts of that route; its
-negatives: the "none" train prompts; its threshold: best F1 on the train split, the examples
-leave-one-out against the "none" train prompts), in data order, then a catch-all `none`. Accuracy: top-1 on the `test` split,
+negatives: the "none" train prompts; top_k 5 (--top-k); its threshold: best F1 on the train
+split, the examples leave-one-out against the "none" train prompts), in data order, then a
+catch-all `none`. Accuracy: top-1 on the `test` split,
 a "none" prompt counts right when no semantic rule takes it; false-positive rate: "none" test
 prompts some route took. Latency: the whole decision (Router.decide_body) on every test prompt,
 each a cache miss, one BLAS thread; beside it the keyword-only decision (a keyword rule per
@@ -54,19 +55,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def fit_thresholds(train: list[dict], routes: list[str]) -> dict[str, float]:
+def fit_thresholds(train: list[dict], routes: list[str], top_k: int) -> dict[str, float]:
     """Per route, best F1 between its examples (leave-one-out) and the "none" train prompts."""
     embed = shared_embeddings()
     vectors = {r: embed.many([last_user_text(x) for x in train if x["route"] == r]) for r in routes + ["none"]}
-    return {r: suggest(leave_one_out_scores(vectors[r]), nearest_scores(vectors["none"], vectors[r]),
-                       "best_f1").threshold for r in routes}
+    return {r: suggest(leave_one_out_scores(vectors[r], top_k),
+                       nearest_scores(vectors["none"], vectors[r], top_k), "best_f1").threshold
+            for r in routes}
 
 
-def semantic_config(train: list[dict], routes: list[str], thresholds: dict[str, float]) -> dict:
+def semantic_config(train: list[dict], routes: list[str], thresholds: dict[str, float],
+                    top_k: int) -> dict:
     nothing = [last_user_text(x) for x in train if x["route"] == "none"]
     rules = [{"name": r, "target": "m", "match": {"semantic": {
         "examples": [last_user_text(x) for x in train if x["route"] == r], "negatives": nothing,
-        "threshold": thresholds[r]}}} for r in routes]
+        "threshold": thresholds[r], "top_k": top_k}}} for r in routes]
     return {"models": [{"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"}],
             "routes": rules + [{"name": "none", "target": "m"}]}
 
@@ -120,6 +123,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=HERE / "data" / "semantic_prompts.jsonl")
     parser.add_argument("--out", type=Path, default=RESULTS / "semantic.json")
+    parser.add_argument("--top-k", type=int, default=5,
+                        help="match.semantic.top_k of every rule (5: aurelio's semantic-router's default)")
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.data.open(encoding="utf-8")]
     train = [r for r in rows if r["split"] == "train"]
@@ -127,8 +132,8 @@ def main() -> int:
     routes = list(dict.fromkeys(r["route"] for r in rows if r["route"] != "none"))
 
     started = time.perf_counter()
-    thresholds = fit_thresholds(train, routes)
-    semantic = build(semantic_config(train, routes, thresholds))
+    thresholds = fit_thresholds(train, routes, args.top_k)
+    semantic = build(semantic_config(train, routes, thresholds, args.top_k))
     setup_s = time.perf_counter() - started
     keyword = build(keyword_config(routes))
     encoder = shared_embeddings().encoder
@@ -155,7 +160,7 @@ def main() -> int:
         "machine": platform.machine(), "processor": platform.processor(), "runtime": "numpy fp32 (MiniLM-L6)",
         "prompts": {"train": len(train), "test": len(test), "routes": routes + ["none"],
                     "test_tokens_p50": percentile(tokens, 50), "test_tokens_max": max(tokens)},
-        "thresholds": thresholds, "setup_s": round(setup_s, 2), "texts_embedded_in_run": misses,
+        "thresholds": thresholds, "top_k": args.top_k, "setup_s": round(setup_s, 2), "texts_embedded_in_run": misses,
         "load_average": list(os.getloadavg()), "cpu_count": os.cpu_count(),
         "latency_ms": {"semantic": summary(sem_ms), "keyword": summary(kw_ms, 4),
                        "encode_64_tokens": summary(at64)},

@@ -235,3 +235,24 @@ def test_text_to_embed_names_the_text_only_when_a_semantic_rule_is_reached(route
     router.semantic.embed("my rust program panics when i index a vector")
     assert router.text_to_embed(CHAT, fresh, None) is None  # cached now: the decision is cheap
     assert router.decide_body(CHAT, fresh, None).rule == "code"
+
+
+def test_top_k_scores_the_mean_of_the_nearest_examples():
+    from laya_desktop.routing.semantic import top_k_mean
+
+    import numpy as np
+    sims = np.array([0.9, 0.1, 0.5, 0.7], dtype=np.float32)
+    assert top_k_mean(sims, 1) == pytest.approx(0.9)
+    assert top_k_mean(sims, 2) == pytest.approx(0.8)
+    assert top_k_mean(sims, 10) == pytest.approx(0.55)
+    raw = raw_config()
+    raw["routes"][1]["match"]["semantic"]["top_k"] = 0
+    assert [e.path for e in validate_config(raw)[1]] == ["routes[1].match.semantic.top_k"]
+    raw["routes"][1]["match"]["semantic"]["top_k"] = 2
+    config, errors = validate_config(raw)
+    assert errors == [] and config.routes[1].match.semantic.top_k == 2
+    out = explanation_json(Router(config).explain(extract(CHAT, chat("fix the bug in my javascript code"),
+                                                          None)), 1.0)
+    code = next(r for r in out["explanation"] if r["rule"] == "code")
+    assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
+    assert 0.4 < code["semantic"]["score"] < 0.95  # the exact example averaged with the next one

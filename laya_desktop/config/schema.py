@@ -92,6 +92,8 @@ class SemanticMatch:
                                 default_factory=list)
     threshold: float = _doc("Cosine similarity (all-MiniLM-L6-v2) to the nearest example needed, "
                             "between 0 and 1.", default=0.5)
+    top_k: int = _doc("The score is the mean similarity of this many nearest examples (1: the "
+                      "nearest only); negatives and other routes are scored alike.", default=1)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from laya_desktop.config.schema import (
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
-SEMANTIC_KEYS = ("examples", "negatives", "threshold")
+SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k")
 ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy")
 TARGET_KEYS = ("model", "weight", "max_active")
 
@@ -295,6 +295,9 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
             ok = False
         elif key == "threshold":
             ok = report.value_ok(sub, value, _Field("number", check=_between(0, 1))) and ok
+            values[key] = value
+        elif key == "top_k":
+            ok = report.value_ok(sub, value, _Field("int", check=_between(1, 100))) and ok
             values[key] = value
         else:
             items = [] if value is None else _string_list(report, sub, value)

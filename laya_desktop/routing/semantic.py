@@ -1,6 +1,7 @@
 """The `semantic` match condition: is the user text close enough to a rule's example prompts?
 
-Score = the cosine similarity of the text to its nearest positive example. The condition holds
+Score = the cosine similarity of the text to its nearest positive example (with `top_k` k > 1:
+the mean over its k nearest, which a single look-alike example moves less). The condition holds
 when the score reaches the rule's threshold, no negative example is nearer than that positive
 one (negatives carve out prompts that look like the route but are not), and no other semantic
 rule has an example nearer still (the best-matching route wins, whatever the rule order). Example embeddings are
@@ -116,7 +117,7 @@ class SemanticRule:
         self._negative = embed.many(self.negatives)
 
     def nearest_score(self, vector: np.ndarray) -> float:
-        return float((self._positive @ vector).max())
+        return top_k_mean(self._positive @ vector, self.match.top_k)
 
     def score(self, vector: np.ndarray) -> SemanticScore:
         sims = self._positive @ vector
@@ -125,9 +126,18 @@ class SemanticRule:
         if len(self.negatives):
             neg = self._negative @ vector
             j = int(np.argmax(neg))
-            neg_score, nearest_negative = float(neg[j]), self.negatives[j]
-        return SemanticScore(float(sims[best]), self.examples[best], neg_score, nearest_negative,
-                             self.match.threshold)
+            neg_score, nearest_negative = top_k_mean(neg, self.match.top_k), self.negatives[j]
+        return SemanticScore(top_k_mean(sims, self.match.top_k), self.examples[best], neg_score,
+                             nearest_negative, self.match.threshold)
+
+
+def top_k_mean(sims: np.ndarray, k: int) -> float:
+    """The mean of the k largest similarities (all of them when there are fewer)."""
+    if k <= 1 or len(sims) <= 1:
+        return float(sims.max())
+    if k >= len(sims):
+        return float(sims.mean())
+    return float(np.partition(sims, len(sims) - k)[-k:].mean())
 
 
 def semantic_text(user_text_lower: str) -> str:

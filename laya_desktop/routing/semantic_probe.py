@@ -13,9 +13,10 @@ def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], emb
           precision: float = 0.95) -> dict:
     rule = SemanticRule(match, embed)
     examples = embed.many(rule.examples)
-    positives = leave_one_out_scores(examples)
-    negatives = nearest_scores(embed.many(rule.negatives), examples)
-    recent = nearest_scores(embed.many([semantic_text(t.lower()) for t in recent_texts]), examples)
+    k = match.top_k
+    positives = leave_one_out_scores(examples, k)
+    negatives = nearest_scores(embed.many(rule.negatives), examples, k)
+    recent = nearest_scores(embed.many([semantic_text(t.lower()) for t in recent_texts]), examples, k)
     suggestions = {}
     for mode in MODES:
         s = suggest(positives, negatives, mode, precision)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from laya_desktop.routing.semantic import top_k_mean
+
 MODES = ("leave_one_out", "best_f1", "precision")
 
 
@@ -24,20 +26,19 @@ class Suggestion:
     f1: float | None
 
 
-def leave_one_out_scores(example_vectors: np.ndarray) -> list[float]:
-    """Each example's cosine to its nearest other example (unit vectors, one per row)."""
+def leave_one_out_scores(example_vectors: np.ndarray, top_k: int = 1) -> list[float]:
+    """Each example's score against the other examples (unit vectors, one per row)."""
     if len(example_vectors) < 2:
         return []
     sims = example_vectors @ example_vectors.T
-    np.fill_diagonal(sims, -np.inf)
-    return [float(v) for v in sims.max(axis=1)]
+    return [top_k_mean(np.delete(row, i), top_k) for i, row in enumerate(sims)]
 
 
-def nearest_scores(vectors: np.ndarray, example_vectors: np.ndarray) -> list[float]:
-    """Each vector's cosine to its nearest example."""
+def nearest_scores(vectors: np.ndarray, example_vectors: np.ndarray, top_k: int = 1) -> list[float]:
+    """Each vector's score against the examples."""
     if len(vectors) == 0 or len(example_vectors) == 0:
         return []
-    return [float(v) for v in (vectors @ example_vectors.T).max(axis=1)]
+    return [top_k_mean(row, top_k) for row in vectors @ example_vectors.T]
 
 
 def measure(threshold: float, positives: list[float], negatives: list[float]) -> Suggestion:

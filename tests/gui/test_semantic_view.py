@@ -50,6 +50,11 @@ def test_examples_editor_round_trips_and_edits_the_rule(panel, qtbot):
     with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:
         fields.examples.clear()
     assert "semantic" not in edited.args[0]["match"]  # no examples: no semantic condition
+    fields.examples.setPlainText("\n".join(EXAMPLES))
+    fields.top_k.setValue(3)
+    with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:
+        fields.top_k.editingFinished.emit()
+    assert edited.args[0]["match"]["semantic"]["top_k"] == 3
 
 
 def test_live_score_shows_the_nearest_example_without_blocking(panel, qtbot):

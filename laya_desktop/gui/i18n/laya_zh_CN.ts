@@ -1807,6 +1807,14 @@
         <source>Threshold</source>
         <translation>阈值</translation>
     </message>
+    <message>
+        <source>the score is the mean similarity of this many nearest examples</source>
+        <translation>得分是这么多个最近示例的平均相似度</translation>
+    </message>
+    <message>
+        <source>Nearest examples averaged</source>
+        <translation>平均的最近示例数</translation>
+    </message>
 </context>
 <context>
     <name>SemanticScoreView</name>

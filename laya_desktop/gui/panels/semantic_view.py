@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-    QPlainTextEdit, QPushButton, QVBoxLayout, QWidget,
+    QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
 DEBOUNCE_MS = 400
@@ -46,10 +46,14 @@ class SemanticFields(QGroupBox):
         self.threshold.setSingleStep(0.01)
         self.threshold.setDecimals(3)
         self.threshold.setValue(0.5)
+        self.top_k = QSpinBox()
+        self.top_k.setRange(1, 100)
+        self.top_k.setToolTip(self.tr("the score is the mean similarity of this many nearest examples"))
         form = QFormLayout(self)
         form.addRow(self.tr("Examples"), self.examples)
         form.addRow(self.tr("Negatives"), self.negatives)
         form.addRow(self.tr("Threshold"), self.threshold)
+        form.addRow(self.tr("Nearest examples averaged"), self.top_k)
         self._quiet = QTimer(self)
         self._quiet.setSingleShot(True)
         self._quiet.setInterval(DEBOUNCE_MS)
@@ -57,6 +61,7 @@ class SemanticFields(QGroupBox):
         self.examples.textChanged.connect(self._quiet.start)
         self.negatives.textChanged.connect(self._quiet.start)
         self.threshold.editingFinished.connect(self.changed)
+        self.top_k.editingFinished.connect(self.changed)
         self._loading = False
 
     def load(self, semantic: dict | None) -> None:
@@ -66,6 +71,7 @@ class SemanticFields(QGroupBox):
             self.examples.setPlainText("\n".join(semantic.get("examples") or []))
             self.negatives.setPlainText("\n".join(semantic.get("negatives") or []))
             self.threshold.setValue(float(semantic.get("threshold", 0.5)))
+            self.top_k.setValue(int(semantic.get("top_k", 1)))
         finally:
             self._quiet.stop()
             self._loading = False
@@ -76,6 +82,8 @@ class SemanticFields(QGroupBox):
         if not examples:
             return None
         out: dict = {"examples": examples, "threshold": round(self.threshold.value(), 3)}
+        if self.top_k.value() != 1:
+            out["top_k"] = self.top_k.value()
         negatives = _lines(self.negatives.toPlainText())
         if negatives:
             out["negatives"] = negatives
