@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-    QProgressBar, QPushButton, QSpinBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+    QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from laya_desktop.gui.loadtest.live_curves import LiveCurves
@@ -121,6 +121,9 @@ class LoadTestPanel(QWidget):
         self.progress.setRange(0, 100)
         self.progress.setValue(0)
         self.status = QLabel("")
+        # A label sized to its text re-lays out the panel (and repaints every plot) each time the
+        # count of done requests changes width; a fixed box does not.
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.export_buttons = []
         for kind, label in (("json", self.tr("Save JSON…")), ("csv", self.tr("Save CSV…")),
                             ("png", self.tr("Save PNG…"))):
