@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Callable
 
 import httpx
@@ -85,6 +86,7 @@ async def run_sweep(url: str, max_concurrency: int = 8, prompt_lengths: list[int
         if warmup:   # the model's load must not count as the first step's TTFT
             await run_loadtest(url, concurrency=1, requests=1, max_tokens=1, prompts=base, tags=tags,
                                model=model, api_key=api_key, cancel=cancel, timeout_s=timeout_s)
+        sweep_t0 = time.perf_counter()
         for concurrency, chars in plan:
             if cancel is not None and cancel.is_set():
                 stopped = "cancelled"
@@ -92,9 +94,15 @@ async def run_sweep(url: str, max_concurrency: int = 8, prompt_lengths: list[int
             mark = await watch.mark()
             n = requests_per_step or max(8, 4 * concurrency)
             step_prompts = padded(base or [Prompt(t) for t in DEFAULT_PROMPTS], chars)
+            offset = time.perf_counter() - sweep_t0
+
+            def forward(result, offset=offset):
+                result.started_s = round(result.started_s + offset, 4)   # seconds since the sweep began
+                return on_result(result)
             report = await run_loadtest(url, concurrency=concurrency, requests=n, max_tokens=max_tokens,
                                         prompts=step_prompts, tags=tags, model=model, api_key=api_key,
-                                        cancel=cancel, on_result=on_result, timeout_s=timeout_s)
+                                        cancel=cancel, on_result=forward if on_result else None,
+                                        timeout_s=timeout_s)
             await asyncio.sleep(settle_s)   # the samples that cover the step's last requests
             samples, events = await watch.since(mark)
             step = step_result(concurrency, chars, report, samples, events)

@@ -95,6 +95,10 @@ def test_two_step_sweep_fills_table_curves_and_recommends(window, qtbot, tmp_pat
     assert list(x) == [1.0, 2.0] and min(y) > 0
     assert list(view.ttft_curve.xData) == [1.0, 2.0] and len(view.mem_curve.xData) == 2
     assert sweep["recommendation"]["concurrency"] == 2
+    # the live curves hold both steps' 8 requests, one after the other on the sweep's clock
+    assert panel.live.points("latency") == 8
+    by_index = [r.started_s for r in panel.report.results]
+    assert by_index == sorted(by_index) and by_index[-1] > by_index[3] >= by_index[0]
     assert "2" in view.recommendation.text()
     path = tmp_path / "sweep.json"
     assert panel.export("json", path)

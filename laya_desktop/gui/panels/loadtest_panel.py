@@ -279,6 +279,7 @@ class LoadTestPanel(QWidget):
         if not self._begin("test", self.tr("running…")):
             return False
         self.results.clear()
+        self.sweep = None                 # the JSON export is of this run alone
         self.views.setCurrentWidget(self.split)
         rate = self.rate.value() if self.mode.currentData() == "rate" else None
         by_time = self.limit.currentData() == "duration"
