@@ -131,7 +131,7 @@ def find_app_files() -> str:
     return f"{LICENSE}, {THIRD_PARTY_NOTICES}, {ICON_SVG}"
 
 
-def run_self_test(args=None, model_path: str = "builtin:gemma-3-270m") -> int:
+def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") -> int:
     started = time.monotonic()
 
     def report(step: str, t0: float, detail: str = "") -> None:
