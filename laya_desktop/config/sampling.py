@@ -61,6 +61,26 @@ INTEGER_KNOBS = tuple(k for k, knob in KNOBS.items() if knob.integer)
 LLAMA_ONLY_KNOBS = tuple(k for k, knob in KNOBS.items() if knob.backends == LLAMA_ONLY)
 
 
+class KnobError(ValueError):
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"{name} {problem}")
+        self.name, self.problem = name, problem
+
+
+def read_knobs(values: dict) -> dict:
+    """The knobs that `values` sets, as their types; KnobError names the first bad one."""
+    knobs = {}
+    for name, knob in KNOBS.items():
+        value = values.get(name)
+        if value is None:
+            continue
+        problem = knob.problem(value)
+        if problem:
+            raise KnobError(name, problem)
+        knobs[name] = int(value) if knob.integer else float(value)
+    return knobs
+
+
 def knob_default(name: str):
     knob = KNOBS[name]
     return int(knob.default) if knob.integer else knob.default

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from laya_desktop.config.sampling import KNOBS
+from laya_desktop.config.sampling import KnobError, read_knobs
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import bad_request
 
@@ -221,14 +221,10 @@ def _sampling_params(body: dict) -> dict:
         if not _is_int(max_tokens) or max_tokens < 1:
             raise bad_request("'max_tokens' must be a positive integer", "invalid_max_tokens")
         params["max_tokens"] = max_tokens
-    for name, knob in KNOBS.items():
-        value = body.get(name)
-        if value is None:
-            continue
-        problem = knob.problem(value)
-        if problem:
-            raise bad_request(f"'{name}' {problem}", f"invalid_{name}")
-        params[name] = int(value) if knob.integer else float(value)
+    try:
+        params.update(read_knobs(body))
+    except KnobError as exc:
+        raise bad_request(f"'{exc.name}' {exc.problem}", f"invalid_{exc.name}") from None
     seed = body.get("seed")
     if seed is not None:
         if not _is_int(seed):

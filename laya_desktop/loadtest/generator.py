@@ -20,25 +20,13 @@ from typing import Callable
 
 import httpx
 
-from laya_desktop.loadtest.prompts import Prompt
+from laya_desktop.loadtest.prompts import CODE, SHORT_CHAT, Prompt
 from laya_desktop.loadtest.report import LoadTestReport, RequestResult
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROMPTS = [
-    "Write a haiku about autumn rain.",
-    "Explain in two sentences why the sky is blue.",
-    "List three uses of a paperclip.",
-    "What is the capital of Australia? Answer briefly.",
-    "Translate 'good morning, friends' into French and Spanish.",
-    "Write a Python function that reverses a string.",
-    "Give me a short tip for staying focused while studying.",
-    "Summarize the plot of Romeo and Juliet in one sentence.",
-    "Describe the smell of fresh bread to someone who has never smelled it.",
-    "Count from one to ten in words.",
-    "Suggest a name for a small orange cat.",
-    "What is 17 times 23? Show the steps.",
-]
+# The prompts a load test sends when given none: the short chat mix with one code question.
+DEFAULT_PROMPTS = [*SHORT_CHAT[:5], CODE[0], *SHORT_CHAT[5:]]
 
 
 def chat_url(url: str) -> str:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from laya_desktop.config.sampling import KNOBS, knob_default
+from laya_desktop.config.sampling import KnobError, knob_default, read_knobs
 
 
 class BadRequest(ValueError):
@@ -158,15 +158,10 @@ def parse_params(params: dict | None) -> SamplingParams:
     schema = params.get("json_schema")
     if schema is not None and not isinstance(schema, dict):
         raise BadRequest("response_format: the JSON schema must be an object")
-    knobs = {}
-    for name, knob in KNOBS.items():
-        value = params.get(name)
-        if value is None:
-            continue
-        problem = knob.problem(value)
-        if problem:
-            raise BadRequest(f"{name} {problem}")
-        knobs[name] = int(value) if knob.integer else float(value)
+    try:
+        knobs = read_knobs(params)
+    except KnobError as exc:
+        raise BadRequest(str(exc)) from None
     return SamplingParams(
         max_tokens=_integer(params, "max_tokens", None, 1),
         stop=[s for s in stop if s],
