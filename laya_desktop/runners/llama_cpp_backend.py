@@ -107,6 +107,11 @@ class LlamaCppBackend:
         self.n_threads = int(spec.get("n_threads") or default_n_threads())
         self.model = self.ctx = None
         self.batch = None
+        # TEST-ONLY fault injection (tests/test_kv_full.py): the KV cache behaves as if it held
+        # this many cells. The real one (n_ctx x parallel, each sequence capped at n_ctx) cannot
+        # be filled through the API, so the kv_full path is otherwise unreachable in a real engine.
+        fault = os.environ.get("LAYA_FAULT_KV_FULL_AFTER")
+        self._kv_fault_cells = int(fault) if fault else None
 
         L.llama_backend_init()
         mparams = L.llama_model_default_params()
@@ -323,7 +328,7 @@ class LlamaCppBackend:
             return []
         outputs = self._fill_batch(decoding, chunks)
         t0 = time.perf_counter()
-        rc = L.llama_decode(self.ctx, self.batch)
+        rc = self._injected_kv_full() or L.llama_decode(self.ctx, self.batch)
         if rc != 0:
             return self._decode_failed(rc, decoding + [r for r, _ in chunks])
         for r in decoding:
@@ -337,6 +342,14 @@ class LlamaCppBackend:
             events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx), idx))
         self._record_rate(len(decoding), time.perf_counter() - t0)
         return events
+
+    def _injected_kv_full(self) -> int:
+        """1 (llama_decode's "no KV slot" code, before it computes anything) when the test-only
+        LAYA_FAULT_KV_FULL_AFTER cells would be exceeded by this batch; 0 otherwise."""
+        if self._kv_fault_cells is None:
+            return 0
+        used = sum(len(s.tokens) for s in self.slots)
+        return 1 if used + self.batch.n_tokens > self._kv_fault_cells else 0
 
     def _schedule(self) -> tuple[list[Request], list[tuple[Request, int]]]:
         """(sequences decoding their next token, [(request, prompt tokens to read now)])."""
