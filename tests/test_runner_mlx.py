@@ -20,11 +20,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from laya_desktop.runners.mlx_backend import (  # noqa: E402
-    MlxBackend,
-    StopFilter,
-    kv_bytes_per_token,
+from laya_desktop.runners.batching import TextStream  # noqa: E402
+from laya_desktop.runners.memory_estimate import (  # noqa: E402
+    mlx_kv_bytes_per_token as kv_bytes_per_token,
 )
+from laya_desktop.runners.mlx_backend import MlxBackend  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mlx_factory import write_tiny_mlx_model  # noqa: E402
@@ -79,18 +79,22 @@ def done_of(events):
 # --- pure parts ---
 
 
+def feed(stream: TextStream, text: str) -> tuple[str, bool]:
+    return stream.push_text(text), stream.stopped
+
+
 def test_stop_filter_holds_back_a_possible_stop():
-    f = StopFilter(["END", "xy"])
-    assert f.feed("abc E") == ("abc ", False)
-    assert f.feed("N") == ("", False)
-    assert f.feed("D more") == ("", True)
-    f = StopFilter(["END"])
-    assert f.feed("aE") == ("a", False)
-    assert f.feed("x") == ("Ex", False)
+    f = TextStream(["END", "xy"])   # the stop matcher both backends use, fed text as on MLX
+    assert feed(f, "abc E") == ("abc ", False)
+    assert feed(f, "N") == ("", False)
+    assert feed(f, "D more") == ("", True)
+    f = TextStream(["END"])
+    assert feed(f, "aE") == ("a", False)
+    assert feed(f, "x") == ("Ex", False)
     assert f.flush() == ""
-    assert f.feed("tail E") == ("tail ", False)
+    assert feed(f, "tail E") == ("tail ", False)
     assert f.flush() == "E"
-    assert StopFilter([]).feed("E") == ("E", False)
+    assert feed(TextStream([]), "E") == ("E", False)
 
 
 def test_kv_bytes_per_token_from_config():
@@ -197,14 +201,16 @@ def test_generation_stops_at_n_ctx(model_dir):
         b.close()
 
 
-def test_cancel_stops_promptly_and_emits_nothing_more(backend):
+def test_cancel_stops_promptly_ends_with_a_cancelled_done_and_emits_nothing_more(backend):
     (queued,) = backend.submit({**chat("Hello", max_tokens=200), "id": "c"})
     assert queued["event"] == "queued" and queued["id"] == "c" and queued["prompt_tokens"] > 0
     seen = []
     while sum(e["event"] == "token" for e in seen) < 2:
         seen += backend.step()
     assert backend.stats()["active"] == 1
-    assert backend.cancel("c") == []
+    (done,) = backend.cancel("c")   # the contract: every request ends with one done
+    assert done["event"] == "done" and done["finish_reason"] == "cancelled"
+    assert done["usage"]["completion_tokens"] >= sum(e["event"] == "token" for e in seen) >= 2
     assert not backend.has_work() and backend.step() == []
     assert backend.cancel("c") == []  # unknown ids are ignored
     assert backend.stats()["active"] == 0

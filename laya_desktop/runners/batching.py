@@ -1,9 +1,9 @@
-"""Continuous-batching policy and text streaming, free of llama.cpp (tested with plain lists).
+"""Batching policy and text streaming, free of llama.cpp and MLX (tested with plain lists).
 
 - `choose_slot` picks the free slot whose KV cache shares the longest prefix with a new prompt.
 - `plan_batch` shares one decode step's token budget between running sequences and prompt chunks.
-- `TextStream` turns generated token bytes into text deltas: it never splits a UTF-8 character
-  and holds back text that could still become a stop string.
+- `TextStream` turns generated token bytes (or text) into text deltas: it never splits a UTF-8
+  character and holds back text that could still become a stop string; both backends use it.
 """
 from __future__ import annotations
 
@@ -79,9 +79,13 @@ class TextStream:
     def push(self, data: bytes) -> str:
         """Add a token's bytes; returns the text that is safe to emit now. After a stop string
         is seen `stopped` is set and the text before it is the last thing returned."""
+        return self.push_text(self._decoder.decode(data))
+
+    def push_text(self, text: str) -> str:
+        """`push` for a backend whose detokenizer already gives text (MLX)."""
         if self.stopped:
             return ""
-        text = self._held + self._decoder.decode(data)
+        text = self._held + text
         cut = self._first_stop(text)
         if cut is not None:
             self.stopped = True

@@ -70,9 +70,27 @@ class MemoryEstimate:
         return asdict(self)
 
 
+def kv_bytes_per_token_of(n_head_kv_per_layer, head_dim_k: int, head_dim_v: int,
+                          element_bytes: float) -> int:
+    """The one KV formula (GGUF, a loaded llama.cpp model, an MLX config.json): the sum over
+    layers of n_head_kv x (head_dim_k + head_dim_v) x element size."""
+    return math.ceil(sum(n_head_kv_per_layer) * (head_dim_k + head_dim_v) * element_bytes)
+
+
 def kv_bytes_per_token(info: GgufInfo, kv_cache_type: str = "f16") -> int:
-    """KV bytes per token over all layers: n_layer x n_head_kv x (head_dim_k + head_dim_v) x element size."""
-    return math.ceil(info.kv_elements_per_token * _element_bytes(kv_cache_type))
+    """KV bytes per token of a GGUF at a kv_cache_type."""
+    return kv_bytes_per_token_of(info.n_head_kv_per_layer, info.head_dim_k, info.head_dim_v,
+                                 _element_bytes(kv_cache_type))
+
+
+def mlx_kv_bytes_per_token(config: dict, dtype_bytes: int) -> int:
+    """KV bytes per token of an MLX model from its config.json (KeyError when a size is missing)."""
+    cfg = {**config, **config.get("text_config", {})}
+    heads = int(cfg["num_attention_heads"])
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or cfg["hidden_size"] // heads)
+    return kv_bytes_per_token_of([kv_heads] * int(cfg["num_hidden_layers"]), head_dim, head_dim,
+                                 dtype_bytes)
 
 
 def _element_bytes(kv_cache_type: str) -> float:
@@ -186,12 +204,9 @@ def _estimate_mlx(folder: Path, kv_tokens: int) -> int:
     weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
     try:
         cfg = json.loads((folder / "config.json").read_text())
-        cfg = cfg.get("text_config", cfg)
-        heads = cfg.get("num_attention_heads", 1)
-        head_dim = cfg.get("head_dim") or cfg.get("hidden_size", 0) // max(heads, 1)
-        dtype_bytes = {"float32": 4, "float16": 2, "bfloat16": 2}.get(cfg.get("torch_dtype"), 2)
-        per_token = (cfg.get("num_hidden_layers", 0) * cfg.get("num_key_value_heads", heads)
-                     * head_dim * 2 * dtype_bytes)
-    except (OSError, ValueError, TypeError):
+        dtype = {**cfg, **cfg.get("text_config", {})}.get("torch_dtype")
+        per_token = mlx_kv_bytes_per_token(cfg, {"float32": 4, "float16": 2,
+                                                 "bfloat16": 2}.get(dtype, 2))
+    except (OSError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
         per_token = 0
     return int(weights * 1.1) + per_token * kv_tokens + 200 * 1024 * 1024

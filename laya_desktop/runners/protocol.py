@@ -1,4 +1,5 @@
-"""JSON-lines messages between the engine and a runner process (see docs/ARCHITECTURE.md).
+"""JSON-lines messages between the engine and a runner process (see docs/ARCHITECTURE.md; what a
+backend promises about them is runners/contract.py).
 
 Commands (engine -> runner, on stdin): generate, cancel, stats, shutdown.
 Events (runner -> engine, on the protocol fd): ready, load_failed, token, done, embeddings, error,
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from laya_desktop.config.sampling import KnobError, knob_default, read_knobs
 
@@ -190,14 +191,3 @@ def message_text(content: Any) -> str:
         return "".join(parts)
     raise BadRequest("message content must be a string or a list of parts")
 
-
-class Backend(Protocol):
-    """What runner_main drives; single-threaded, called from the runner's main loop."""
-
-    def info(self) -> dict: ...
-    def submit(self, cmd: dict) -> list[dict]: ...
-    def cancel(self, req_id: str) -> list[dict]: ...
-    def has_work(self) -> bool: ...
-    def step(self) -> list[dict]: ...
-    def stats(self) -> dict: ...
-    def close(self) -> None: ...

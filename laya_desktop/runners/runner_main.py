@@ -18,6 +18,7 @@ import time
 import traceback
 
 from laya_desktop.runners import protocol as P
+from laya_desktop.runners.contract import RunnerBackend
 
 log = logging.getLogger("laya.runner")
 
@@ -85,7 +86,7 @@ def _read_stdin(commands: queue.Queue) -> None:
     commands.put(_EOF)
 
 
-def make_backend(kind: str, spec: dict):
+def make_backend(kind: str, spec: dict) -> RunnerBackend:
     if kind == "llama_cpp" and spec.get("embedding"):
         from laya_desktop.runners.llama_embedding import LlamaEmbeddingBackend
         return LlamaEmbeddingBackend(spec)
@@ -128,7 +129,7 @@ def run_runner(args) -> int:
 
 
 class Runner:
-    def __init__(self, backend, out: EventWriter, commands: queue.Queue):
+    def __init__(self, backend: RunnerBackend, out: EventWriter, commands: queue.Queue):
         self.backend = backend
         self.out = out
         self.commands = commands
