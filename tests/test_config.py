@@ -145,7 +145,7 @@ ERROR_CASES = [
     ({"routes[0].target": 7}, "routes[0].target", "expected a non-empty string, got 7"),
     ({"routes[0].enabled": "no"}, "routes[0].enabled", "expected true or false, got 'no'"),
     ({"routes[0].priority": 1}, "routes[0].priority",
-     "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy)"),
+     "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy, sampling)"),
     ({"routes[0].match": ["code"]}, "routes[0].match", "expected a mapping, got ['code']"),
     ({"routes[0].match.colour": "red"}, "routes[0].match.colour",
      "unknown condition 'colour' (valid: tags, keywords, min_prompt_chars, max_prompt_chars, model, path, semantic)"),

@@ -58,6 +58,31 @@ def test_sampling_defaults_survive_a_save_and_an_empty_block_is_not_written():
     assert "sampling" not in saved[1]
 
 
+def test_a_rules_sampling_is_validated_against_every_model_it_may_send_to():
+    models = [{"name": "gguf", "backend": "llama_cpp", "path": "a.gguf"},
+              {"name": "mlx", "backend": "mlx", "path": "folder"}]
+    ok = {"models": models, "routes": [
+        {"name": "agents", "target": "gguf", "sampling": {"temperature": 0, "dry_multiplier": 0.8}},
+        {"name": "all", "target": "mlx", "sampling": {"temperature": 0.1}}]}
+    config, errors = validate_config(ok)
+    assert not errors, errors
+    assert config.routes[0].sampling == {"temperature": 0, "dry_multiplier": 0.8}
+    assert config_to_dict(config)["routes"][0]["sampling"] == {"temperature": 0, "dry_multiplier": 0.8}
+    plain = validate_config({**ok, "routes": [{"name": "all", "target": "mlx"}]})[0]
+    assert "sampling" not in config_to_dict(plain)["routes"][0]   # an empty block is not written
+
+    bad = {"models": models, "routes": [
+        {"name": "agents", "target": "gguf", "fallback": ["mlx"],
+         "sampling": {"dry_multiplier": 0.8, "temperature": -1, "warmth": 1}},
+        {"name": "all", "target": "gguf", "sampling": "cold"}]}
+    errors = _errors(bad)
+    assert any(e.startswith("routes[0].sampling.dry_multiplier: 'dry_multiplier' does not apply to "
+                            "model 'mlx' (backend 'mlx'") for e in errors), errors
+    assert "routes[0].sampling.temperature: must be between 0 and 2, got -1" in errors
+    assert any(e.startswith("routes[0].sampling.warmth: unknown key 'warmth'") for e in errors)
+    assert any(e.startswith("routes[1].sampling: ") for e in errors), errors
+
+
 # --- one table for the request, the runner and the config ----------------------------------------
 
 def _outside(knob):
@@ -90,6 +115,11 @@ def test_a_models_defaults_sit_under_the_requests_own_values():
     assert params == {"repeat_penalty": 1.1, "temperature": 0.9, "max_tokens": 50}
     assert command["params"] == {"temperature": 0.9, "max_tokens": 500}   # not mutated
 
+    ruled = for_model(command, _Model, {"temperature": 0.0, "top_k": 1})["params"]
+    assert ruled == {"repeat_penalty": 1.1, "temperature": 0.9, "top_k": 1, "max_tokens": 50}
+    assert for_model({"kind": "chat", "params": {}}, _Model, {"temperature": 0.0})["params"] == \
+        {"repeat_penalty": 1.1, "temperature": 0.0, "max_tokens": 50}   # rule over model
+
     class Plain:
         sampling: dict = {}
         max_output_tokens = None
@@ -121,6 +151,8 @@ def engine(tmp_path_factory):
               {"name": "plain", "backend": "llama_cpp", "path": gguf, "n_ctx": 256, "parallel": 1}]
     config = {"models": models, "routes": [
         {"name": "greedy", "target": "greedy", "match": {"model": ["greedy"]}},
+        {"name": "by-rule", "target": "plain", "match": {"model": ["by-rule"]},
+         "sampling": {"temperature": 0.0}},
         {"name": "all", "target": "plain"}]}
     with running_engine(config, folder) as eng:
         yield eng
@@ -134,6 +166,14 @@ def test_a_models_temperature_default_reaches_its_runner_and_a_request_overrides
     overridden = _texts(engine.url, "greedy", 3, temperature=1.5)
     assert len(set(overridden)) > 1, overridden            # the request's value wins
     assert _texts(engine.url, "plain", 1, temperature=0) == greedy[:1]
+
+
+def test_a_rules_sampling_reaches_the_runner_and_a_request_overrides_it(engine):
+    ruled = _texts(engine.url, "by-rule", 3)
+    assert len(set(ruled)) == 1, ruled                     # temperature 0 from the rule
+    assert ruled[:1] == _texts(engine.url, "plain", 1, temperature=0)
+    overridden = _texts(engine.url, "by-rule", 3, temperature=1.5)
+    assert len(set(overridden)) > 1, overridden
 
 
 def test_dry_and_the_repeat_look_back_change_what_a_greedy_model_writes(engine):

@@ -143,6 +143,9 @@ class RouteConfig:
                                       default_factory=list)
     strategy: str = _doc("first_available | warm | least_loaded | min_latency | weighted | "
                          "spillover: how the targets are chosen.", default="first_available")
+    sampling: dict = _doc("Sampling defaults for the requests this rule sends to a local model, over "
+                          "that model's own `sampling`; a request's own value wins.",
+                          default_factory=dict)
 
     def pool(self) -> list[RouteTarget]:
         """Every target of the rule in list order: `target` first unless `targets` names it."""

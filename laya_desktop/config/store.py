@@ -128,6 +128,8 @@ def _route_to_dict(route: RouteConfig) -> dict[str, Any]:
                           for t in route.targets]
     if route.strategy != "first_available":
         out["strategy"] = route.strategy
+    if route.sampling:
+        out["sampling"] = dict(route.sampling)
     return out
 
 

@@ -19,7 +19,7 @@ TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
 SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k")
-ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy")
+ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy", "sampling")
 TARGET_KEYS = ("model", "weight", "max_active")
 
 
@@ -347,6 +347,9 @@ def _route(report: _Report, raw: Any, path: str) -> dict:
         elif key == "strategy":
             if report.value_ok(sub, value, _Field("str", check=_choice("strategy", STRATEGIES))):
                 values[key] = value
+        elif key == "sampling":
+            if report.value_ok(sub, value, _Field("mapping")):
+                values[key] = _sampling(report, value, sub, None)
         elif report.value_ok(sub, value, _Field("bool" if key == "enabled" else "str")):
             values[key] = value
     if "name" not in raw:
@@ -429,7 +432,8 @@ def _check_unique(report: _Report, key: str, names: list[Any], what: str) -> Non
             first[name] = i
 
 
-def _check_targets(report: _Report, routes: list[dict], model_names: set[str]) -> None:
+def _check_targets(report: _Report, routes: list[dict], backends: dict[str, str]) -> None:
+    model_names = {name for name in backends}
     for i, route in enumerate(routes):
         target = route.get("target")
         if target is not None and target not in model_names:
@@ -446,6 +450,21 @@ def _check_targets(report: _Report, routes: list[dict], model_names: set[str]) -
         for j, name in enumerate(route.get("fallback", [])):
             if name not in model_names:
                 report.add(f"routes[{i}].fallback[{j}]", f"no model named {name!r}")
+        _check_rule_sampling(report, i, route, backends)
+
+
+def _check_rule_sampling(report: _Report, i: int, route: dict, backends: dict) -> None:
+    """A knob one of the rule's models cannot take would refuse every request sent to it."""
+    names = [route.get("target"), *(t.get("model") for t in route.get("targets", [])),
+             *route.get("fallback", [])]
+    for key in route.get("sampling", {}):
+        for name in names:
+            backend = backends.get(name)
+            if backend in LOCAL_BACKENDS and backend not in KNOBS[key].backends:
+                report.add(f"routes[{i}].sampling.{key}", f"'{key}' does not apply to model "
+                                                          f"{name!r} (backend '{backend}'; applies "
+                                                          f"to: {', '.join(KNOBS[key].backends)})")
+                break
 
 
 def _is_loopback(host: str) -> bool:
@@ -497,7 +516,8 @@ def validate_config(raw: Any) -> tuple[Config | None, list[ConfigError]]:
     _check_unique(report, "models", model_names, "model")
     _check_unique(report, "routes", _raw_names(raw, "routes"), "route")
     if model_names:  # without a model list every target would be reported too
-        _check_targets(report, routes, {n for n in model_names if isinstance(n, str)})
+        _check_targets(report, routes, {m["name"]: m.get("backend") for m in raw["models"]
+                                        if isinstance(m, dict) and isinstance(m.get("name"), str)})
     host = server.get("host", ServerConfig.host)
     raw_server = raw.get("server") if isinstance(raw.get("server"), dict) else {}
     if not _is_loopback(host) and raw_server.get("api_key") is None:

