@@ -28,6 +28,7 @@ from laya_desktop.runners.mlx_backend import MlxBackend  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mlx_factory import write_tiny_mlx_model  # noqa: E402
+from runner_steps import run, text_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_EOS = {"2": -1e9}  # the factory's EOS id is 2 (specials come first in the vocab)
@@ -49,25 +50,6 @@ def chat(text, **params):
     params.setdefault("temperature", 0)
     return {"op": "generate", "kind": "chat", "messages": [{"role": "user", "content": text}],
             "params": params}
-
-
-def run(backend, *cmds, max_steps=5000):
-    """Submit the commands (ids r0, r1, ...), step until idle; events per id in order."""
-    out = {}
-    for i, cmd in enumerate(cmds):
-        cmd = {**cmd, "id": cmd.get("id", f"r{i}")}
-        out[cmd["id"]] = list(backend.submit(cmd))
-    for _ in range(max_steps):
-        if not backend.has_work():
-            break
-        for ev in backend.step():
-            out.setdefault(ev["id"], []).append(ev)
-    assert not backend.has_work()
-    return out
-
-
-def text_of(events):
-    return "".join(e["text"] for e in events if e["event"] == "token")
 
 
 def done_of(events):

@@ -29,6 +29,8 @@ from typing import Callable, Collection, Protocol
 
 from laya_desktop.runners import protocol as P
 
+KINDS = ("chat", "completion")   # what a text backend generates from ("embedding": its own backend)
+
 
 class RunnerBackend(Protocol):
     """What runner_main drives; single-threaded, called from the runner's main loop."""
@@ -64,6 +66,8 @@ def accept(cmd: dict, *, live_ids: Collection[str], n_ctx: int,
         refused = refuse(cmd)
         if refused:
             raise P.BadRequest(refused)
+        if cmd.get("kind") not in KINDS:
+            raise P.BadRequest(f"unknown kind {cmd.get('kind')!r} (valid: {', '.join(KINDS)})")
         params = P.parse_params(cmd.get("params"))
         prompt, stops = build_prompt(cmd)
         if not prompt:

@@ -23,12 +23,13 @@ from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, plan_batch
 from laya_desktop.runners.builtin import resolve_model_path
 from laya_desktop.runners.chat_templates import normalize_messages, select_format
+from laya_desktop.runners.contract import Accepted, accept
 from laya_desktop.runners.llama_sampling import logprob_entry, make_sampler
+from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
 from laya_desktop.runners.tool_prompt import check_tools
 
-# ggml type and bytes per element of each KV cache type (q8_0: 34 bytes per 32; q4_0: 18 per 32).
-KV_CACHE_TYPES = {"f16": (L.GGML_TYPE_F16, 2.0), "q8_0": (L.GGML_TYPE_Q8_0, 34 / 32),
-                  "q4_0": (L.GGML_TYPE_Q4_0, 18 / 32)}
+# ggml type of each KV cache type (its bytes per element: memory_estimate.KV_ELEMENT_BYTES).
+KV_CACHE_TYPES = {"f16": L.GGML_TYPE_F16, "q8_0": L.GGML_TYPE_Q8_0, "q4_0": L.GGML_TYPE_Q4_0}
 N_BATCH = 512
 PREFILL_CHUNK_WHEN_BUSY = 64    # prompt tokens per step while others decode: ~0.5 s of Gemma 270M on one core
 RATE_WINDOW_S = 2.0
@@ -44,6 +45,13 @@ def default_n_threads() -> int:
     except AttributeError:
         cpus = os.cpu_count() or 1
     return 1 if cpus <= 2 else max(2, min(cpus // 2, 8))
+
+
+def _refuse(cmd: dict) -> str | None:
+    if cmd.get("kind") == "embedding":
+        return ("embeddings: this model is a text model; an embedding model needs embedding: true "
+                "in models.yaml")
+    return None
 
 
 class _LlamaLog:
@@ -126,7 +134,7 @@ class LlamaCppBackend:
         self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
         self.architecture = self._meta("general.architecture") or "unknown"
 
-        ggml_type, self._kv_elem_bytes = KV_CACHE_TYPES[kv_type]
+        ggml_type = KV_CACHE_TYPES[kv_type]
         cparams = L.llama_context_default_params()
         cparams.n_ctx = self.n_ctx * self.parallel
         cparams.n_seq_max = self.parallel
@@ -208,16 +216,15 @@ class LlamaCppBackend:
         text = L.llama_vocab_get_text(self.vocab, tok)
         return text.decode("utf-8", "replace") if text else ""
 
-    def _kv_bytes_per_token(self) -> float:
-        """layers x KV heads x (key + value head size) x element size, from the GGUF metadata."""
+    def _kv_bytes_per_token(self) -> int:
+        """memory_estimate's formula over the loaded model's sizes."""
         arch = self.architecture
-        n_layer = L.llama_model_n_layer(self.model)
         n_head = max(L.llama_model_n_head(self.model), 1)
-        n_head_kv = L.llama_model_n_head_kv(self.model)
         head_default = L.llama_model_n_embd(self.model) // n_head
         k = int(self._meta(f"{arch}.attention.key_length") or head_default)
         v = int(self._meta(f"{arch}.attention.value_length") or head_default)
-        return n_layer * n_head_kv * (k + v) * self._kv_elem_bytes
+        heads_kv = [L.llama_model_n_head_kv(self.model)] * L.llama_model_n_layer(self.model)
+        return kv_bytes_per_token_of(heads_kv, k, v, KV_ELEMENT_BYTES[self.kv_cache_type])
 
     def info(self) -> dict:
         return {"name": self.name, "path": self.path, "backend": "llama_cpp",
@@ -256,21 +263,11 @@ class LlamaCppBackend:
     # --- requests --------------------------------------------------------------------------------
 
     def submit(self, cmd: dict) -> list[dict]:
-        req_id = str(cmd.get("id"))
-        if cmd.get("kind") == "embedding":
-            return [P.error(req_id, "bad_request", "embeddings: this model is a text model; "
-                            "an embedding model needs embedding: true in models.yaml")]
-        try:
-            params = P.parse_params(cmd.get("params"))
-            prompt, stops = self._prompt(cmd)
-        except P.BadRequest as exc:
-            return [P.error(req_id, "bad_request", str(exc))]
-        if cmd.get("count_only"):
-            return [P.done(req_id, "count", len(prompt), 0)]
-        if len(prompt) > self.n_ctx:
-            return [P.error(req_id, "context_length_exceeded",
-                            f"the prompt has {len(prompt)} tokens, more than this model's context "
-                            f"of {self.n_ctx} tokens per sequence")]
+        accepted = accept(cmd, live_ids=self._live_ids(), n_ctx=self.n_ctx,
+                          build_prompt=self._prompt, refuse=_refuse)
+        if not isinstance(accepted, Accepted):
+            return accepted
+        req_id, prompt, params = accepted.id, accepted.prompt, accepted.params
         bad = [t for t in params.logit_bias if not 0 <= t < self.n_vocab]
         if bad:
             return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
@@ -279,9 +276,12 @@ class LlamaCppBackend:
         except P.BadRequest as exc:
             return [P.error(req_id, "bad_request", str(exc))]
         max_tokens = params.max_tokens or self.n_ctx
-        self.waiting.append(Request(req_id, prompt, params, TextStream(stops + params.stop),
+        self.waiting.append(Request(req_id, prompt, params, TextStream(accepted.stops),
                                     max_tokens, sampler))
         return [P.queued(req_id, len(prompt))]
+
+    def _live_ids(self) -> set[str]:
+        return {r.id for r in self.waiting} | {s.request.id for s in self.slots if s.request}
 
     def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
         if cmd.get("kind") == "chat":
@@ -300,8 +300,6 @@ class LlamaCppBackend:
                 prompt, stops = self.tokenize(text, True), []
             else:
                 raise P.BadRequest("prompt must be a string")
-        if not prompt:
-            raise P.BadRequest("the prompt is empty")
         return prompt, stops
 
     def cancel(self, req_id: str) -> list[dict]:

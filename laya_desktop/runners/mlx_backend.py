@@ -210,12 +210,10 @@ class MlxBackend:
                 return list(tok.apply_chat_template(messages, add_generation_prompt=True))
             text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
             return list(tok.encode(text))
-        if cmd.get("kind") == "completion":
-            prompt = cmd.get("prompt")
-            if not isinstance(prompt, str):
-                raise ValueError("completion needs a string prompt")
-            return list(tok.encode(prompt))
-        raise ValueError(f"unknown kind {cmd.get('kind')!r} (valid: chat, completion)")
+        prompt = cmd.get("prompt")
+        if not isinstance(prompt, str):
+            raise P.BadRequest("prompt must be a string")
+        return list(tok.encode(prompt))
 
     def _make_request(self, accepted: Accepted) -> _Request:
         from mlx_lm.sample_utils import make_logits_processors, make_sampler
