@@ -20,11 +20,10 @@ def start_background(engine) -> list[asyncio.Task]:
 def idle_candidates(engine) -> tuple[list[LoadedModel], dict[str, float]]:
     loaded, ttls = [], {}
     for served in engine.models.models.values():
-        if served.handle is None or served.state != "ready":
+        if served.handle is None or not served.handle.is_ready:
             continue
         loaded.append(LoadedModel(
-            name=served.name, pinned=served.config.keep_in_memory,
-            busy=served.active > 0 or served.queue.queued > 0,
+            name=served.name, pinned=served.config.keep_in_memory, busy=served.busy,
             last_used=max(served.last_used, served.handle.loaded_at or 0)))
         ttls[served.name] = served.config.idle_ttl_s
     return loaded, ttls

@@ -107,7 +107,7 @@ class Engine:
 
     def _is_loaded(self, name: str) -> bool:
         served = self.models.get(name)
-        return served is not None and served.state in ("ready", "busy", "remote")
+        return served is not None and served.answers_now
 
     def config_dict(self) -> dict:
         return config_to_dict(self.config)
@@ -155,6 +155,7 @@ class Engine:
         latest = self.telemetry.samples.latest()
         sampled = (latest or {}).get("models", {})
         models = {served.name: {**(sampled.get(served.name) or {}), "state": served.state,
+                                "loaded": served.handle is not None and served.handle.is_ready,
                                 "active": served.active, "queued": served.queue.queued}
                   for served in self.models.models.values()}
         return latest, models

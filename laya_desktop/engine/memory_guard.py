@@ -35,18 +35,19 @@ class MemoryGuard:
 
     # -- inputs ------------------------------------------------------------------------------
     def _loaded(self, sample: dict, with_loading: bool = False) -> list[LoadedModel]:
-        states = ("ready", "busy", "loading") if with_loading else ("ready", "busy")
         out = []
         for name, entry in sample.get("models", {}).items():
             served = self.engine.models.get(name)
-            if served is None or entry.get("pid") is None or entry["state"] not in states:
+            if served is None or served.handle is None or entry.get("pid") is None:
+                continue
+            if not (served.handle.is_ready or (with_loading and served.handle.is_loading)):
                 continue
             memory = (entry.get("private") or 0) + (entry.get("shared") or 0)
             handle, estimate = self._admitted.get(name, (None, 0))
             reserved = max(0, estimate - memory) if handle is served.handle else 0
             out.append(LoadedModel(
                 name=name, pinned=served.config.keep_in_memory,
-                busy=served.active > 0 or entry["state"] == "loading",  # never evict a load
+                busy=served.busy,  # a load under way is never evicted
                 last_used=max(served.last_used, served.handle.loaded_at or 0),
                 memory_bytes=memory, vram_bytes=entry.get("vram") or 0, reserved_bytes=reserved))
         return out

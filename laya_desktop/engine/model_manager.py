@@ -9,16 +9,29 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from laya_desktop.config.schema import Config, ModelConfig
 from laya_desktop.engine.model_queue import ModelQueue
-from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle, runner_spec
+from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle, RunnerState, runner_spec
 
 log = logging.getLogger("laya.models")
 
 
 class LoadRefused(Exception):
     """Admission control said no: the model would not fit in memory."""
+
+
+class ServedState(StrEnum):
+    """A served model's state on the wire: its runner's, plus "busy" (ready, requests in flight)
+    and "remote" (no runner)."""
+    UNLOADED = RunnerState.UNLOADED.value
+    LOADING = RunnerState.LOADING.value
+    READY = RunnerState.READY.value
+    BUSY = "busy"
+    STOPPING = RunnerState.STOPPING.value
+    ERROR = RunnerState.ERROR.value
+    REMOTE = "remote"
 
 
 @dataclass
@@ -43,12 +56,24 @@ class ServedModel:
         return self.queue.active
 
     @property
-    def state(self) -> str:
+    def state(self) -> ServedState:
         if self.handle is None:
-            return "remote"
-        if self.handle.state == "ready" and self.queue.active > 0:
-            return "busy"
-        return self.handle.state
+            return ServedState.REMOTE
+        if self.handle.is_ready and self.queue.active > 0:
+            return ServedState.BUSY
+        return ServedState(self.handle.state)
+
+    @property
+    def busy(self) -> bool:
+        """Not to be unloaded for an idle TTL or to make room: requests in flight or waiting,
+        or a load under way. The one definition the guard and the idle unloads both use."""
+        return (self.queue.active > 0 or self.queue.queued > 0
+                or (self.handle is not None and self.handle.is_loading))
+
+    @property
+    def answers_now(self) -> bool:
+        """Serves a request without a load first: a ready runner, or a remote model."""
+        return self.handle is None or self.handle.is_ready
 
     def touch(self) -> None:
         self.last_used = time.time()
@@ -137,8 +162,6 @@ class ModelManager:
         if served is None or served.handle is None:
             return False
         handle = served.handle
-        if handle.state not in ("ready", "loading", "error") or handle.pid is None:
-            return False
         pid = handle.pid
         if not await handle.stop(reason, grace_s=grace_s):
             return False  # another unload got there first and recorded it
@@ -161,8 +184,7 @@ class ModelManager:
                     to_warm.append(model.name)
                 prev.config = model
                 if prev.handle is not None:
-                    prev.handle.model = model
-                    prev.handle.silence_s = config.scheduler.queue_timeout_ms / 1000
+                    prev.handle.reconfigure(model, config.scheduler.queue_timeout_ms / 1000)
                 limit = model.effective_parallel if model.is_local else 1_000_000
                 prev.queue.resize(limit, config.scheduler.max_queue)
                 new[model.name] = prev

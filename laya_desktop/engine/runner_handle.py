@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from enum import StrEnum
 from typing import Any, Callable
 
 from laya_desktop.config.schema import ModelConfig
@@ -28,6 +29,15 @@ SEND_TIMEOUT_S = 5.0         # a runner that stopped reading its stdin must not 
 SILENCE_S = 30.0             # default for `silence_s`: the scheduler's queue_timeout_ms
 MIN_SILENCE_S = 2.0          # the runner beats every 0.5 s (runner_main.HEARTBEAT_S)
 WATCH_PERIOD_S = 0.25
+
+
+class RunnerState(StrEnum):
+    """One runner's lifecycle. The values are the wire's (`state` in GET /admin/models)."""
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    READY = "ready"
+    STOPPING = "stopping"
+    ERROR = "error"
 
 
 class RunnerError(Exception):
@@ -77,7 +87,7 @@ class RunnerHandle:
         self.last_heard = 0.0
         self._opened: dict[str, float] = {}
         self._on_hang = on_hang
-        self.state = "unloaded"
+        self._state = RunnerState.UNLOADED
         self.error: str | None = None
         self.info: dict[str, Any] = {}
         self.stats: dict[str, Any] = {}
@@ -95,6 +105,15 @@ class RunnerHandle:
         self._lifecycle = asyncio.Lock()
         self.retired = False
 
+    @property
+    def state(self) -> RunnerState:
+        return self._state
+
+    def reconfigure(self, model: ModelConfig, silence_s: float) -> None:
+        """The same runner under an edited config (nothing its process was started with changed)."""
+        self.model = model
+        self.silence_s = silence_s
+
     def retire(self) -> None:
         """This handle's model was replaced or removed by a config change: never start again."""
         self.retired = True
@@ -105,10 +124,20 @@ class RunnerHandle:
 
     @property
     def is_ready(self) -> bool:
-        return self.state == "ready"
+        """Serving: a runner that loaded its model and takes requests."""
+        return self.state is RunnerState.READY
+
+    @property
+    def is_loading(self) -> bool:
+        return self.state is RunnerState.LOADING
+
+    @property
+    def live_stats(self) -> dict[str, Any]:
+        """The runner's last stats, or {} when they describe no runner that is still up."""
+        return self.stats if self.state in (RunnerState.READY, RunnerState.STOPPING) else {}
 
     async def ensure_ready(self) -> None:
-        if self.state == "ready":
+        if self.is_ready:
             return
         if self._starting is None or self._starting.done():
             self._starting = asyncio.ensure_future(self._start())
@@ -122,9 +151,9 @@ class RunnerHandle:
         if self.retired:
             raise RunnerError(f"model '{self.model.name}' was unloaded: the config changed",
                               "model_unloaded")
-        if self.state == "ready" and self.pid is not None:
+        if self.is_ready and self.pid is not None:
             return
-        self.state = "loading"
+        self._state = RunnerState.LOADING
         self.error = None
         try:
             path = await asyncio.to_thread(resolve_path, self.model.path or "")
@@ -161,10 +190,10 @@ class RunnerHandle:
             raise RunnerError(self.error, "load_failed")
         self.info = first.get("info", {})
         self.loaded_at = time.time()
-        self.state = "ready"
+        self._state = RunnerState.READY
 
     def _fail(self, message: str) -> None:
-        self.state = "error"
+        self._state = RunnerState.ERROR
         self.error = message
         log.warning(message)
 
@@ -191,7 +220,7 @@ class RunnerHandle:
     async def _watch_silence(self, proc: asyncio.subprocess.Process) -> None:
         while proc.returncode is None:
             await asyncio.sleep(WATCH_PERIOD_S)
-            if proc is not self.process or self.state != "ready" or not self._opened:
+            if proc is not self.process or not self.is_ready or not self._opened:
                 continue
             # from the last line heard, or from the oldest open request if that came later (an
             # idle runner has nothing to say until it gets work)
@@ -247,7 +276,7 @@ class RunnerHandle:
         if self._ready_event and not self._ready_event.done():
             self._ready_event.set_result({"event": "load_failed", "message": self._exit_message()})
             return
-        if self.state in ("stopping", "unloaded"):
+        if self.state in (RunnerState.STOPPING, RunnerState.UNLOADED):
             # a request that slipped in while the stop was under way must not wait forever
             self._fail_streams("model_unloaded", f"model '{self.model.name}' was unloaded")
             return
@@ -276,8 +305,8 @@ class RunnerHandle:
                               "runner_unresponsive") from None
 
     async def open_stream(self, req_id: str, command: dict) -> asyncio.Queue:
-        if self.state != "ready":  # e.g. an unload began between ensure_ready() and now
-            code = "runner_crashed" if self.state == "error" else "model_unloaded"
+        if not self.is_ready:  # e.g. an unload began between ensure_ready() and now
+            code = "runner_crashed" if self.state is RunnerState.ERROR else "model_unloaded"
             raise RunnerError(f"model '{self.model.name}' is not loaded ({self.state})", code)
         queue: asyncio.Queue = asyncio.Queue()
         self._streams[req_id] = queue
@@ -293,14 +322,17 @@ class RunnerHandle:
     async def close_stream(self, req_id: str, cancel: bool) -> None:
         self._streams.pop(req_id, None)
         self._opened.pop(req_id, None)
-        if cancel and self.state == "ready":
+        if cancel and self.is_ready:
             try:
                 await self.send({"op": "cancel", "id": req_id})
             except RunnerError:
                 pass
 
     async def stop(self, reason: str = "unload", grace_s: float | None = None) -> bool:
-        """End the runner; returns once the process has exited, True when this call ended it."""
+        """End the runner; returns once the process has exited, True when this call ended it.
+
+        Callers do not check the state first: a runner with no process (never started, already
+        stopped, crashed) answers False, and a stop under way makes this one wait for it."""
         if self._starting and not self._starting.done():
             try:
                 await asyncio.shield(self._starting)
@@ -312,9 +344,10 @@ class RunnerHandle:
     async def _stop_locked(self, reason: str, grace_s: float | None) -> bool:
         proc = self.process
         if proc is None or proc.returncode is not None:
-            self.state = "unloaded" if self.state != "error" else self.state
+            if self.state is not RunnerState.ERROR:
+                self._state = RunnerState.UNLOADED
             return False
-        self.state = "stopping"
+        self._state = RunnerState.STOPPING
         self._fail_streams("model_unloaded", f"model '{self.model.name}' was unloaded ({reason})")
         try:
             await self.send({"op": "shutdown"})
@@ -328,7 +361,7 @@ class RunnerHandle:
         except asyncio.TimeoutError:
             await self._kill()
         await self._reap()
-        self.state = "unloaded"
+        self._state = RunnerState.UNLOADED
         self.info = {}
         self.stats = {}
         self.loaded_at = None

@@ -41,7 +41,7 @@ class TelemetryService:
             handle = served.handle
             pid = handle.pid
             mem = process_memory(pid) if pid else None
-            stats = handle.stats if handle.state in ("ready", "stopping") else {}
+            stats = handle.live_stats
             kv_used = stats.get("kv_used_tokens")
             per_token = stats.get("kv_bytes_per_token") or handle.info.get("kv_bytes_per_token")
             capacity = stats.get("kv_capacity_tokens") or handle.info.get("kv_capacity_tokens")
@@ -74,7 +74,7 @@ class TelemetryService:
     async def _poll_runner_stats(self) -> None:
         for served in list(self.engine.models.models.values()):
             handle = served.handle
-            if handle is not None and handle.state == "ready":
+            if handle is not None and handle.is_ready:
                 try:
                     await handle.send({"op": "stats"})
                 except Exception:
