@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from laya_desktop.loadtest.generator import DEFAULT_PROMPTS, run_loadtest_sync
 from laya_desktop.loadtest.prompts import MIXES, Prompt, builtin, read_jsonl
 from laya_desktop.loadtest.report import RequestResult, render_table
 
@@ -54,6 +53,7 @@ def read_prompts(path: str | None, mix: str | None = None) -> list[Prompt]:
     if mix:
         return builtin(mix)
     if not path:
+        from laya_desktop.loadtest.generator import DEFAULT_PROMPTS
         return [Prompt(t) for t in DEFAULT_PROMPTS]
     if path.endswith(".jsonl"):
         return read_jsonl(path)
@@ -103,6 +103,9 @@ def run_loadtest(args) -> int:
         return _run_sweep(args, prompts, lengths, as_json)
     duration = getattr(args, "duration", None)
     progress = None if as_json else _Progress(None if duration else args.requests)
+    # here, not at the top: every `laya` command builds this parser, and the generator's httpx
+    # costs `laya serve` a tenth of its start-up
+    from laya_desktop.loadtest.generator import run_loadtest_sync
     try:
         report = run_loadtest_sync(
             args.url, concurrency=args.concurrency, requests=None if duration else args.requests,

@@ -1,0 +1,177 @@
+"""Start-up: `laya serve` until /healthz answers, and `laya gui` until its window is mapped.
+
+Each run starts a fresh process. The baseline, run side by side, is the bare interpreter
+(`python -c pass`): what no change to Laya can make faster. The engine is polled every 5 ms;
+the window is looked for under Xvfb with `xdotool search --onlyvisible` every 10 ms (the GUI
+part is skipped when Xvfb or xdotool is missing). Both use docs/demo-models.yaml, with HOME and
+the XDG folders in a temporary folder so nothing of the user's is read or written.
+
+Byte code: an installed app starts from .pyc files (pip writes them; Python caches the rest on
+the first run). So the children run with bytecode writing on, into a cache folder of their own
+(PYTHONPYCACHEPREFIX, outside the source tree), and one unmeasured run of each kind fills it
+first: a session with PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module each time.
+
+    python bench/startup.py [--runs 5] [--no-gui] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from engine_harness import free_port  # noqa: E402
+from publish import publish  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "docs" / "demo-models.yaml"
+GOAL_SERVE_S, GOAL_WINDOW_S = 0.5, 1.0
+TIMEOUT_S = 30.0
+PYCACHE = Path(tempfile.gettempdir()) / "laya-bench-pycache"
+
+
+def _env(home: Path, display: str | None = None) -> dict:
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
+           "XDG_STATE_HOME": str(home / "state"), "XDG_RUNTIME_DIR": str(home / "run"),
+           "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    (home / "run").mkdir(mode=0o700, exist_ok=True)
+    if display is not None:
+        env["DISPLAY"] = display
+        env.pop("QT_QPA_PLATFORM", None)
+        env.pop("WAYLAND_DISPLAY", None)
+    return env
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def bare_interpreter_s(home: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, env=_env(home))
+    return time.perf_counter() - started
+
+
+def serve_healthy_s(home: Path) -> float:
+    port = free_port()
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "laya_desktop", "serve", "--config", str(DEMO),
+                             "--port", str(port)], env=_env(home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with httpx.Client(timeout=1) as client:
+            while time.perf_counter() - started < TIMEOUT_S:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"laya serve exited with {proc.returncode}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                        return time.perf_counter() - started
+                time.sleep(0.005)
+        raise RuntimeError(f"laya serve not healthy within {TIMEOUT_S} s")
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def xvfb():
+    display = f":{free_port() % 400 + 100}"
+    server = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x900x24", "-nolisten", "tcp", "-noreset"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["xdotool", "getdisplaygeometry"], env={**os.environ, "DISPLAY": display},
+                             capture_output=True).returncode != 0:
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("Xvfb did not start")
+            time.sleep(0.05)
+        yield display
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def window_visible_s(home: Path, display: str) -> float:
+    env = _env(home, display)
+    started = time.perf_counter()
+    log = open(home / "gui.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "laya_desktop", "gui", "--config", str(DEMO)],
+                            env=env, stdout=log, stderr=log, start_new_session=True)
+    try:
+        while time.perf_counter() - started < TIMEOUT_S:
+            if proc.poll() is not None:
+                raise RuntimeError(f"laya gui exited with {proc.returncode}:\n"
+                                   + (home / "gui.log").read_text(errors="replace")[-3000:])
+            found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "Laya Desktop"],
+                                   env=env, capture_output=True)
+            if found.returncode == 0 and found.stdout.strip():
+                return time.perf_counter() - started
+            time.sleep(0.01)
+        raise RuntimeError(f"no window within {TIMEOUT_S} s")
+    finally:
+        _stop(proc)
+        log.close()
+
+
+def summary(values: list[float]) -> dict:
+    return {"median_s": round(statistics.median(values), 3), "min_s": round(min(values), 3),
+            "max_s": round(max(values), 3), "runs": [round(v, 3) for v in values]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-gui", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    gui = not args.no_gui and bool(shutil.which("Xvfb") and shutil.which("xdotool"))
+    bare, serve, window = [], [], []
+    with tempfile.TemporaryDirectory() as folder, \
+            (xvfb() if gui else contextlib.nullcontext()) as display:
+        home = Path(folder)
+        serve_healthy_s(home)   # fills the byte-code cache
+        if gui:
+            window_visible_s(home, display)
+        for _ in range(args.runs):   # interleaved, so a busy moment hits every kind
+            bare.append(bare_interpreter_s(home))
+            serve.append(serve_healthy_s(home))
+            if gui:
+                window.append(window_visible_s(home, display))
+    report = {"runs": args.runs, "config": str(DEMO.relative_to(ROOT)),
+              "bare_interpreter": summary(bare), "serve_healthy": summary(serve),
+              "window_visible": summary(window) if window else None,
+              "goal_serve_s": GOAL_SERVE_S, "goal_window_s": GOAL_WINDOW_S,
+              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+    row = lambda name, s: (f"  {name:<30} median {s['median_s']:.3f} s  min {s['min_s']:.3f}  "  # noqa: E731
+                           f"max {s['max_s']:.3f}")
+    lines = [f"{args.runs} runs each, {report['config']}",
+             row("python -c pass (baseline)", report["bare_interpreter"]),
+             row(f"laya serve -> /healthz (<= {GOAL_SERVE_S})", report["serve_healthy"])]
+    if window:
+        lines.append(row(f"laya gui -> window (<= {GOAL_WINDOW_S})", report["window_visible"]))
+    else:
+        lines.append("  laya gui -> window: skipped (no Xvfb/xdotool, or --no-gui)")
+    publish("startup", report, "\n".join(lines), args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
