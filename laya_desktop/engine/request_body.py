@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from laya_desktop.config.message_text import TEXT_PART_TYPES, message_text
 from laya_desktop.config.sampling import KnobError, read_knobs
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import bad_request
@@ -18,7 +19,6 @@ ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
 MAX_STOP_STRINGS = 16
 MAX_TOP_LOGPROBS = 20
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-TEXT_PART_TYPES = ("text", "input_text", "output_text")
 # Chat fields that no backend here can honour: refused by name rather than dropped.
 UNSUPPORTED_CHAT_FIELDS = ("audio", "prediction", "web_search_options", "functions", "function_call")
 
@@ -55,16 +55,6 @@ def _check_messages(messages: Any) -> None:
             continue
         raise bad_request(f"'{where}.content' must be a string or an array of parts",
                           "invalid_messages")
-
-
-def message_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type") in TEXT_PART_TYPES
-                       and isinstance(p.get("text"), str))
-    return ""
 
 
 def _media_parts(messages: list) -> list[str]:

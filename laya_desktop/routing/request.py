@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from laya_desktop.config.message_text import content_texts
+
 # User messages are joined with NUL so that a keyword cannot match across two messages
 # (keywords never sensibly contain NUL).
 USER_TEXT_SEPARATOR = "\x00"
@@ -72,24 +74,11 @@ def _chat_parts(messages: list) -> tuple[list[str], int]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        content = message.get("content")
-        if isinstance(content, str):
-            texts = (content,)
-        elif isinstance(content, list):
-            texts = _content_texts(content)
-        else:
-            continue
-        for text in texts:
-            chars += len(text)
+        texts = content_texts(message.get("content"))
+        chars += sum(map(len, texts))
         if message.get("role") == "user":
             user.extend(texts)
     return user, chars
-
-
-def _content_texts(content: list) -> tuple[str, ...]:
-    return tuple(part["text"] for part in content
-                 if isinstance(part, dict) and part.get("type", "text") == "text"
-                 and isinstance(part.get("text"), str))
 
 
 def _prompt_parts(prompt) -> list[str]:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from laya_desktop.config.message_text import message_text as content_text
 from laya_desktop.config.sampling import KnobError, knob_default, read_knobs
 
 
@@ -176,18 +177,8 @@ def parse_params(params: dict | None) -> SamplingParams:
 
 
 def message_text(content: Any) -> str:
-    """The text of a chat message's content: a string, or the text parts of a content array."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and part.get("type", "text") == "text":
-                parts.append(str(part.get("text", "")))
-        return "".join(parts)
-    raise BadRequest("message content must be a string or a list of parts")
+    """The text of a chat message's content (config.message_text); None is empty."""
+    if content is not None and not isinstance(content, (str, list)):
+        raise BadRequest("message content must be a string or a list of parts")
+    return content_text(content)
 
