@@ -2,15 +2,22 @@
 
     .venv/bin/python bench/semantic_route.py [--data bench/data/semantic_prompts.jsonl]
 
-Config: one semantic rule per route (its examples: the `train` prompts of that route; its
-negatives: the "none" train prompts; top_k 5 (--top-k); its threshold: best F1 on the train
-split, the examples leave-one-out against the "none" train prompts), in data order, then a
-catch-all `none`. Accuracy: top-1 on the `test` split,
-a "none" prompt counts right when no semantic rule takes it; false-positive rate: "none" test
-prompts some route took. Latency: the whole decision (Router.decide_body) on every test prompt,
-each a cache miss, one BLAS thread; beside it the keyword-only decision (a keyword rule per
-route) on the same prompts. Goals: p50 <= 12 ms, p95 <= 20 ms (prompts up to 64 tokens),
-accuracy >= 92 %, FPR <= 5 %. Writes bench/results/semantic.json.
+Config: one semantic rule per route, in data order, then a catch-all `none`. Its examples and
+negatives come from two places kept apart from the `test` split: the route definitions a user
+would write (bench/data/semantic_routes.yaml, --routes) and the labelled set's `train` split.
+An example equal to a test prompt stops the run, and the test prompt nearest to any example is
+printed. Thresholds are fitted per rule on the examples only (each scored leave-one-out against
+the others, the negatives against the examples), top_k 5 (--top-k). Several configs are scored
+side by side (`train split, best F1` is the earlier setup); the last, `routes file + train split`
+with thresholds for a precision of 0.98 (--precision), is the one timed.
+
+Accuracy: top-1 on the `test` split, a "none" prompt counts right when no semantic rule takes
+it; false-positive rate: "none" test prompts some route took. Latency: the whole decision
+(Router.decide_body) on every test prompt, each a cache miss, one thread, with each encoder
+(numpy fp32, llama.cpp F16, llama.cpp Q8_0) in turn on the same prompt, so load changes hit all
+alike; beside them the keyword-only decision (a keyword rule per route). Goals: p50 <= 12 ms,
+p95 <= 20 ms (prompts up to 64 tokens), accuracy >= 92 %, FPR <= 5 %. Writes
+bench/results/semantic.json.
 """
 from __future__ import annotations
 
@@ -24,11 +31,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
+import tempfile
+from dataclasses import dataclass
+
+import yaml
 
 from laya_desktop.config.validate import validate_config
+from laya_desktop.routing.minilm import MiniLM
+from laya_desktop.routing.minilm_files import model_files
+from laya_desktop.routing.minilm_gguf import write_gguf
+from laya_desktop.routing.minilm_llama import MiniLMLlama
 from laya_desktop.routing.router import Router
-from laya_desktop.routing.semantic import shared_embeddings
+from laya_desktop.routing.semantic import SemanticRules, TextEmbeddings, shared_embeddings
 from laya_desktop.routing.semantic_threshold import leave_one_out_scores, nearest_scores, suggest
 
 HERE = Path(__file__).resolve().parent
@@ -46,6 +60,20 @@ KEYWORDS = {
 }
 
 
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    routes_file: bool  # examples and negatives from --routes, besides the train split
+    mode: str  # semantic_threshold mode the thresholds are fitted with
+
+
+VARIANTS = (Variant("train split, best F1", False, "best_f1"),
+            Variant("routes file + train split, best F1", True, "best_f1"),
+            Variant("routes file + train split, precision", True, "precision"))
+
+
 def last_user_text(row: dict) -> str:
     return [m["content"] for m in row["messages"] if m["role"] == "user"][-1]
 
@@ -55,21 +83,50 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def fit_thresholds(train: list[dict], routes: list[str], top_k: int) -> dict[str, float]:
-    """Per route, best F1 between its examples (leave-one-out) and the "none" train prompts."""
-    embed = shared_embeddings()
-    vectors = {r: embed.many([last_user_text(x) for x in train if x["route"] == r]) for r in routes + ["none"]}
-    return {r: suggest(leave_one_out_scores(vectors[r], top_k),
-                       nearest_scores(vectors["none"], vectors[r], top_k), "best_f1").threshold
-            for r in routes}
+def examples_for(variant: Variant, train: list[dict], routes: list[str],
+                 written: dict) -> tuple[dict[str, list[str]], list[str]]:
+    examples = {r: [last_user_text(x) for x in train if x["route"] == r] for r in routes}
+    negatives = [last_user_text(x) for x in train if x["route"] == "none"]
+    if variant.routes_file:
+        examples = {r: written["routes"][r] + examples[r] for r in routes}
+        negatives = written["negatives"] + negatives
+    return examples, negatives
 
 
-def semantic_config(train: list[dict], routes: list[str], thresholds: dict[str, float],
-                    top_k: int) -> dict:
-    nothing = [last_user_text(x) for x in train if x["route"] == "none"]
+def normalised(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+
+def check_separation(written: dict, test: list[dict], embed: TextEmbeddings) -> dict:
+    """Stops the run if a written example or negative is a test prompt; else the nearest pair."""
+    texts = [t for r in written["routes"].values() for t in r] + written["negatives"]
+    tests = [last_user_text(r) for r in test]
+    copied = {normalised(t) for t in texts} & {normalised(t) for t in tests}
+    if copied:
+        raise SystemExit(f"{len(copied)} test prompts are also examples: {sorted(copied)[:3]}")
+    sims = embed.many(tests) @ embed.many(texts).T
+    i, j = divmod(int(sims.argmax()), sims.shape[1])
+    return {"max_cosine": round(float(sims.max()), 3), "test_prompt": tests[i], "example": texts[j],
+            "test_prompts_above_0.8": int((sims.max(axis=1) >= 0.8).sum())}
+
+
+def fit_thresholds(examples: dict[str, list[str]], negatives: list[str], top_k: int, mode: str,
+                   precision: float, embed: TextEmbeddings) -> dict[str, float]:
+    """Per route, from its examples only: leave-one-out scores against the negatives' scores."""
+    against = embed.many(negatives)
+    fitted = {}
+    for route, texts in examples.items():
+        vectors = embed.many(texts)
+        fitted[route] = suggest(leave_one_out_scores(vectors, top_k),
+                                nearest_scores(against, vectors, top_k), mode, precision).threshold
+    return fitted
+
+
+def semantic_config(examples: dict[str, list[str]], negatives: list[str],
+                    thresholds: dict[str, float], top_k: int) -> dict:
     rules = [{"name": r, "target": "m", "match": {"semantic": {
-        "examples": [last_user_text(x) for x in train if x["route"] == r], "negatives": nothing,
-        "threshold": thresholds[r], "top_k": top_k}}} for r in routes]
+        "examples": texts, "negatives": negatives, "threshold": thresholds[r], "top_k": top_k}}}
+        for r, texts in examples.items()]
     return {"models": [{"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"}],
             "routes": rules + [{"name": "none", "target": "m"}]}
 
@@ -80,25 +137,49 @@ def keyword_config(routes: list[str]) -> dict:
             "routes": rules + [{"name": "none", "target": "m"}]}
 
 
-def build(raw: dict) -> Router:
+def build(raw: dict, embed: TextEmbeddings | None = None) -> Router:
     config, errors = validate_config(raw)
     if errors:
         raise SystemExit("\n".join(map(str, errors)))
-    return Router(config)
+    router = Router(config)
+    if embed is not None:  # the same rules over another encoder (its own, empty text cache)
+        router.semantic = SemanticRules(router.rules, embed)
+    return router
 
 
-def run(router: Router, test: list[dict]) -> tuple[list[float], list[float], list[str]]:
-    """(wall ms, this thread's CPU ms, rule) per prompt. On a shared machine the wall time also
-    counts the time other processes held the core; the CPU time is what the decision costs."""
-    wall, cpu, rules = [], [], []
-    for row in test:
-        body = {"messages": row["messages"]}
-        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
-        decision = router.decide_body(CHAT, body, None)
-        cpu.append((time.thread_time_ns() - start_cpu) / 1e6)
-        wall.append((time.perf_counter_ns() - start) / 1e6)
-        rules.append(decision.rule)
-    return wall, cpu, rules
+def decide(router: Router, row: dict) -> tuple[float, float, str]:
+    """(wall ms, this thread's CPU ms, rule). On a shared machine the wall time also counts the
+    time other processes held the core; the CPU time is what the decision costs."""
+    body = {"messages": row["messages"]}
+    start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
+    decision = router.decide_body(CHAT, body, None)
+    cpu = (time.thread_time_ns() - start_cpu) / 1e6
+    return (time.perf_counter_ns() - start) / 1e6, cpu, decision.rule
+
+
+def interleaved(routers: dict[str, Router], test: list[dict]) -> dict[str, dict[str, list]]:
+    """Every prompt through every router in turn, the order rotating from prompt to prompt."""
+    names = list(routers)
+    out = {n: {"wall": [], "cpu": [], "rules": []} for n in names}
+    for i, row in enumerate(test):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            wall, cpu, rule = decide(routers[name], row)
+            out[name]["wall"].append(wall)
+            out[name]["cpu"].append(cpu)
+            out[name]["rules"].append(rule)
+    return out
+
+
+def encode_at_64_tokens(encoders: dict, tokens) -> dict[str, dict[str, list[float]]]:
+    text64 = tokens.decode(tokens(" ".join(["word"] * 200))[1:63])
+    out = {n: {"wall": [], "cpu": []} for n in encoders}
+    for i in range(30):
+        for name, encoder in encoders.items():
+            start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
+            encoder.encode(f"{i} {text64}")
+            out[name]["cpu"].append((time.thread_time_ns() - start_cpu) / 1e6)
+            out[name]["wall"].append((time.perf_counter_ns() - start) / 1e6)
+    return out
 
 
 def summary(values: list[float], digits: int = 3) -> dict:
@@ -119,70 +200,105 @@ def scores(test: list[dict], got: list[str]) -> dict:
                                   if g != row["route"]).most_common(8)}
 
 
+def encoders(folder: Path) -> dict:
+    files = model_files()
+    q8 = write_gguf(files.weights, files.tokenizer, folder / "minilm-Q8_0.gguf", "Q8_0")
+    made = {"numpy fp32": MiniLM(files), "llama.cpp F16": MiniLMLlama(files.gguf, files.tokenizer),
+            "llama.cpp Q8_0": MiniLMLlama(q8, files.tokenizer)}
+    for encoder in made.values():  # warm up the encoder and the tokenizer
+        for text in ("warm up the encoder", "and the tokenizer too, with a longer text this time"):
+            encoder.encode(text)
+    return made
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=HERE / "data" / "semantic_prompts.jsonl")
+    parser.add_argument("--routes", type=Path, default=HERE / "data" / "semantic_routes.yaml")
     parser.add_argument("--out", type=Path, default=RESULTS / "semantic.json")
     parser.add_argument("--top-k", type=int, default=5,
                         help="match.semantic.top_k of every rule (5: aurelio's semantic-router's default)")
+    parser.add_argument("--precision", type=float, default=0.98,
+                        help="the precision the timed config's thresholds are fitted for")
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.data.open(encoding="utf-8")]
+    written = yaml.safe_load(args.routes.read_text(encoding="utf-8"))
     train = [r for r in rows if r["split"] == "train"]
     test = [r for r in rows if r["split"] == "test"]
     routes = list(dict.fromkeys(r["route"] for r in rows if r["route"] != "none"))
+    embed = shared_embeddings()
+    separation = check_separation(written, test, embed)
 
-    started = time.perf_counter()
-    thresholds = fit_thresholds(train, routes, args.top_k)
-    semantic = build(semantic_config(train, routes, thresholds, args.top_k))
-    setup_s = time.perf_counter() - started
-    keyword = build(keyword_config(routes))
-    encoder = shared_embeddings().encoder
-    for text in ("warm up the encoder", "and the tokenizer too, with a longer text this time"):
-        encoder.encode(text)
-    tokens = [len(encoder.token_ids(last_user_text(r))) for r in test]
+    variants, configs = {}, {}
+    for variant in VARIANTS:
+        started = time.perf_counter()
+        examples, negatives = examples_for(variant, train, routes, written)
+        thresholds = fit_thresholds(examples, negatives, args.top_k, variant.mode, args.precision, embed)
+        configs[variant.name] = semantic_config(examples, negatives, thresholds, args.top_k)
+        router = build(configs[variant.name])
+        got = [router.decide_body(CHAT, {"messages": row["messages"]}, None).rule for row in test]
+        variants[variant.name] = {**scores(test, got), "thresholds": thresholds,
+                                  "examples": sum(map(len, examples.values())),
+                                  "negatives": len(negatives),
+                                  "setup_s": round(time.perf_counter() - started, 2)}
+    timed = VARIANTS[-1].name
 
-    before = encoder.encoded
-    sem_ms, sem_cpu, sem_rules = run(semantic, test)
-    misses = encoder.encoded - before
-    kw_ms, kw_cpu, kw_rules = run(keyword, test)
-    long_text = " ".join(["word"] * 200)
-    long64 = encoder._tokenizer.decode(encoder.token_ids(long_text)[1:63])
-    at64, at64_cpu = [], []
-    for i in range(30):
-        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
-        encoder.encode(f"{i} {long64}")
-        at64_cpu.append((time.thread_time_ns() - start_cpu) / 1e6)
-        at64.append((time.perf_counter_ns() - start) / 1e6)
-
-    sem, kw = scores(test, sem_rules), scores(test, kw_rules)
+    with tempfile.TemporaryDirectory() as folder:
+        by_encoder = encoders(Path(folder))
+        tokens = by_encoder["numpy fp32"].token_ids
+        routers = {"keyword rules": build(keyword_config(routes))}
+        routers.update({name: build(configs[timed], TextEmbeddings(e)) for name, e in by_encoder.items()})
+        before = {n: e.encoded for n, e in by_encoder.items()}
+        runs = interleaved(routers, test)
+        misses = {n: e.encoded - before[n] for n, e in by_encoder.items()}
+        at64 = encode_at_64_tokens(by_encoder, tokens)
+    token_counts = [len(tokens(last_user_text(r))) for r in test]
+    base = "numpy fp32"
     report = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": sys.version.split()[0],
-        "machine": platform.machine(), "processor": platform.processor(), "runtime": "numpy fp32 (MiniLM-L6)",
+        "machine": platform.machine(), "processor": platform.processor(),
+        "default_runtime": embed.encoder.runtime,
         "prompts": {"train": len(train), "test": len(test), "routes": routes + ["none"],
-                    "test_tokens_p50": percentile(tokens, 50), "test_tokens_max": max(tokens)},
-        "thresholds": thresholds, "top_k": args.top_k, "setup_s": round(setup_s, 2), "texts_embedded_in_run": misses,
+                    "test_tokens_p50": percentile(token_counts, 50), "test_tokens_max": max(token_counts),
+                    "routes_file": str(args.routes),
+                    "separation": separation},
+        "top_k": args.top_k, "precision": args.precision, "timed_config": timed,
+        "texts_embedded_in_run": misses,
         "load_average": list(os.getloadavg()), "cpu_count": os.cpu_count(),
-        "latency_ms": {"semantic": summary(sem_ms), "keyword": summary(kw_ms, 4),
-                       "encode_64_tokens": summary(at64)},
-        "cpu_ms": {"semantic": summary(sem_cpu), "keyword": summary(kw_cpu, 4),
-                   "encode_64_tokens": summary(at64_cpu)},
-        "semantic": sem, "keyword": kw,
+        "variants": variants,
+        "latency_ms": {n: summary(r["wall"], 4 if n == "keyword rules" else 3) for n, r in runs.items()},
+        "cpu_ms": {n: summary(r["cpu"], 4 if n == "keyword rules" else 3) for n, r in runs.items()},
+        "encode_64_tokens_ms": {n: {"wall": summary(r["wall"]), "cpu": summary(r["cpu"])}
+                                for n, r in at64.items()},
+        "by_encoder": {n: scores(test, r["rules"]) for n, r in runs.items()},
         "goals": {"p50_ms": 12, "p95_ms": 20, "accuracy": 0.92, "none_false_positive_rate": 0.05},
     }
-    lat, cpu = report["latency_ms"], report["cpu_ms"]
-    ratio = lat["semantic"]["p50"] / max(lat["keyword"]["p50"], 1e-9)
-    print(f"{len(test)} test prompts ({len(train)} train), {len(routes)} routes + none, "
-          f"tokens p50 {report['prompts']['test_tokens_p50']} max {report['prompts']['test_tokens_max']}")
-    print(f"load average {report['load_average'][0]:.2f} on {report['cpu_count']} CPUs")
-    print(f"{'decision':<22}{'p50 ms':>10}{'p95 ms':>10}{'cpu p50':>10}{'cpu p95':>10}{'top-1':>9}{'none FPR':>10}")
-    for name, key, res in (("keyword rules", "keyword", kw), ("semantic rules", "semantic", sem),
-                           ("encode at 64 tokens", "encode_64_tokens", None)):
-        l, c = lat[key], cpu[key]
-        tail = f"{res['accuracy']:>9.1%}{res['none_false_positive_rate']:>10.1%}" if res else ""
-        print(f"{name:<22}{l['p50']:>10.3f}{l['p95']:>10.3f}{c['p50']:>10.3f}{c['p95']:>10.3f}{tail}")
-    print(f"semantic / keyword p50: {ratio:,.0f}x; goals: p50 <= 12 ms, p95 <= 20 ms, top-1 >= 92 %, FPR <= 5 %")
-    print("semantic accuracy by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in sem["accuracy_by_kind"].items()))
-    print("thresholds: " + ", ".join(f"{k} {v:.3f}" for k, v in thresholds.items()))
+    print(f"{len(test)} test prompts, tokens p50 {report['prompts']['test_tokens_p50']} "
+          f"max {report['prompts']['test_tokens_max']}; {len(routes)} routes + none; "
+          f"load average {report['load_average'][0]:.2f} on {report['cpu_count']} CPUs")
+    print(f"separation: no example is a test prompt; nearest pair cosine {separation['max_cosine']} "
+          f"({separation['test_prompt']!r} ~ {separation['example']!r}), "
+          f"{separation['test_prompts_above_0.8']} test prompts >= 0.8 to an example")
+    print(f"\n{'config (default encoder)':<42}{'examples':>9}{'top-1':>8}{'none FPR':>10}{'paraphr.':>10}")
+    for name, v in variants.items():
+        print(f"{name:<42}{v['examples']:>9}{v['accuracy']:>8.1%}{v['none_false_positive_rate']:>10.1%}"
+              f"{v['accuracy_by_kind'].get('paraphrase', 0):>10.1%}")
+    print(f"\ntimed: {timed} {args.precision}, top_k {args.top_k}, every decision a cache miss")
+    print(f"{'decision':<18}{'p50 ms':>9}{'p95 ms':>9}{'cpu p50':>9}{'cpu p95':>9}{'cpu ratio':>10}"
+          f"{'64-tok cpu':>11}{'top-1':>8}{'none FPR':>10}")
+    cpu_base = report["cpu_ms"][base]
+    for name in runs:
+        l, c, res = report["latency_ms"][name], report["cpu_ms"][name], report["by_encoder"][name]
+        at = report["encode_64_tokens_ms"].get(name)
+        ratio = f"{c['p50'] / cpu_base['p50']:.2f}/{c['p95'] / cpu_base['p95']:.2f}" if at else "-"
+        at_text = f"{at['cpu']['p50']:>11.2f}" if at else f"{'':>11}"
+        print(f"{name:<18}{l['p50']:>9.3f}{l['p95']:>9.3f}{c['p50']:>9.3f}{c['p95']:>9.3f}{ratio:>10}"
+              f"{at_text}{res['accuracy']:>8.1%}{res['none_false_positive_rate']:>10.1%}")
+    print("cpu ratio: p50/p95 against numpy fp32 in the same run; goals: p50 <= 12 ms, p95 <= 20 ms, "
+          "top-1 >= 92 %, FPR <= 5 %")
+    chosen = variants[timed]
+    print("timed config by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in chosen["accuracy_by_kind"].items()))
+    print("thresholds: " + ", ".join(f"{k} {v:.3f}" for k, v in chosen["thresholds"].items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)

@@ -145,17 +145,37 @@ def _openblas_libs():
                 continue
 
 
-class MiniLM:
-    """encode(text) -> unit vector (384,) float32: mean pooling over tokens, as sentence-transformers."""
+class MiniLMTokens:
+    """The model's own WordPiece tokenizer, padding and truncation off; [CLS] text [SEP]."""
 
-    def __init__(self, files: ModelFiles):
+    def __init__(self, tokenizer_json: Path):
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_json))
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self._cls = self._tokenizer.token_to_id("[CLS]")
         self._sep = self._tokenizer.token_to_id("[SEP]")
+
+    def __call__(self, text: str) -> list[int]:
+        pieces = self._tokenizer.encode(text, add_special_tokens=False).ids
+        return [self._cls, *pieces[-(MAX_TOKENS - 2):], self._sep]
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tokenizer.decode(ids)
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / max(float(np.linalg.norm(vector)), 1e-9)).astype(np.float32)
+
+
+class MiniLM:
+    """encode(text) -> unit vector (384,) float32: mean pooling over tokens, as sentence-transformers."""
+
+    runtime = "numpy fp32"
+
+    def __init__(self, files: ModelFiles):
+        self.token_ids = MiniLMTokens(files.tokenizer)
         t = read_safetensors(files.weights)
         self._words = t["embeddings.word_embeddings.weight"]  # stays mapped: rows are gathered
         self._positions = np.array(t["embeddings.position_embeddings.weight"][:MAX_TOKENS])
@@ -166,10 +186,6 @@ class MiniLM:
         self._pinned = threading.local()
         self.encoded = 0  # texts run through the network (cache misses), for tests and benches
 
-    def token_ids(self, text: str) -> list[int]:
-        pieces = self._tokenizer.encode(text, add_special_tokens=False).ids
-        return [self._cls, *pieces[-(MAX_TOKENS - 2):], self._sep]
-
     def encode(self, text: str) -> np.ndarray:
         if self._set_threads is not None and not getattr(self._pinned, "done", False):
             self._set_threads(1)
@@ -179,6 +195,5 @@ class MiniLM:
         x = _layer_norm(x, *self._ln)
         for layer in self._layers:
             x = layer(x)
-        pooled = x.mean(axis=0)
         self.encoded += 1
-        return (pooled / max(float(np.linalg.norm(pooled)), 1e-9)).astype(np.float32)
+        return unit(x.mean(axis=0))

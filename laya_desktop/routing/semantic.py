@@ -4,18 +4,23 @@ Score = the cosine similarity of the text to its nearest positive example (with 
 the mean over its k nearest, which a single look-alike example moves less). The condition holds
 when the score reaches the rule's threshold, no negative example is nearer than that positive
 one (negatives carve out prompts that look like the route but are not), and no other semantic
-rule has an example nearer still (the best-matching route wins, whatever the rule order). Example embeddings are
-computed once per config apply; a request's text is embedded at most once, only when the router
-reaches the first semantic rule whose other conditions hold, and kept in a bounded LRU keyed by a
-hash of the text, so a client repeating a prompt (retries, agents re-sending a chat) pays once.
+rule has an example nearer still (the best-matching route wins, whatever the rule order).
+Example embeddings are computed once per config apply; a request's text is embedded at most
+once, only when the router reaches the first semantic rule whose other conditions hold, and kept
+in a bounded LRU keyed by a hash of the text, so a client repeating a prompt (retries, agents
+re-sending a chat) pays once.
 
-The encoder is loaded lazily and shared by every config applied in the process: a config without
-semantic rules never imports numpy's model code, reads the weights or starts the tokenizer.
+The encoder (all-MiniLM-L6-v2 under llama.cpp from an F16 GGUF, or under numpy with
+LAYA_SEMANTIC_ENCODER=numpy) is loaded lazily and shared by every config applied in the process:
+a config without semantic rules never loads the model code, reads the weights or starts the
+tokenizer.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,11 +31,14 @@ import numpy as np
 from laya_desktop.config.schema import SemanticMatch
 from laya_desktop.routing.request import USER_TEXT_SEPARATOR
 
+log = logging.getLogger("laya.semantic")
+
 CACHE_SIZE = 4096  # embedded texts kept: 4096 x 384 floats = 6 MiB
 
 
 class Encoder(Protocol):
     encoded: int
+    runtime: str
 
     def encode(self, text: str) -> np.ndarray: ...
 
@@ -226,6 +234,27 @@ class SemanticRules:
 
 _shared: list[TextEmbeddings] = []
 _shared_lock = threading.Lock()
+ENCODERS = ("llama", "numpy")
+ENCODER_ENV = "LAYA_SEMANTIC_ENCODER"  # "numpy" to run the numpy encoder instead of llama.cpp's
+
+
+def make_encoder(name: str | None = None) -> Encoder:
+    """all-MiniLM-L6-v2 under llama.cpp (F16 GGUF: the faster at routing's text lengths), or
+    under numpy; the numpy one also when llama.cpp cannot load the GGUF."""
+    from laya_desktop.routing.minilm import MiniLM
+    from laya_desktop.routing.minilm_files import model_files
+
+    name = name or os.environ.get(ENCODER_ENV) or "llama"
+    if name not in ENCODERS:
+        raise ValueError(f"{ENCODER_ENV}={name!r}: valid are {', '.join(ENCODERS)}")
+    files = model_files()
+    if name == "llama":
+        from laya_desktop.routing.minilm_llama import MiniLMLlama
+        try:
+            return MiniLMLlama(files.gguf, files.tokenizer)
+        except (ImportError, OSError, RuntimeError) as exc:
+            log.warning("semantic routing: llama.cpp encoder unavailable (%s); using numpy", exc)
+    return MiniLM(files)
 
 
 def shared_embeddings() -> TextEmbeddings:
@@ -233,8 +262,5 @@ def shared_embeddings() -> TextEmbeddings:
     other reuse the model and the embeddings of examples they have in common."""
     with _shared_lock:
         if not _shared:
-            from laya_desktop.routing.minilm import MiniLM
-            from laya_desktop.routing.minilm_files import model_files
-
-            _shared.append(TextEmbeddings(MiniLM(model_files())))  # ~0.1 s, 90 MB mapped
+            _shared.append(TextEmbeddings(make_encoder()))  # ~0.1 s, the model mapped
         return _shared[0]
