@@ -365,7 +365,7 @@ TOOLS_TEMPLATE = (
 
 
 def prompt_text(backend, cmd):
-    return backend._tokenizer.decode(backend._tokenize(cmd))
+    return backend._tokenizer.decode(backend._prompts.tokens(cmd))
 
 
 def test_json_schema_logprobs_and_embeddings_are_refused_naming_the_field(backend):

@@ -1,14 +1,13 @@
 """The MLX backend: one MLX-format model folder served with mlx-lm inside a runner process.
 
-This is the runner contract's side (runners/contract.py); the generation loop over mlx-lm is
-mlx_engine.py. Every `step()` does a small amount of work (one decode step for the running
+This is the runner contract's side (runners/contract.py): queue, request ids, events. The
+generation loop over mlx-lm is mlx_engine.py, the prompt from the tokenizer mlx_prompt.py. Every `step()` does a small amount of work (one decode step for the running
 sequences, or one prefill chunk) so that the runner loop reads cancels in between. With batching,
 `seed` seeds MLX's global generator when the request starts, so it is exact only while that
 request runs alone.
 
-As on llama.cpp, the KV cache of the last finished sequence is kept; a new prompt that starts with
-its tokens reuses it (trimmed to the common prefix) and only the rest is prefilled
-(`cached_tokens`).
+As on llama.cpp, the KV cache of the last finished sequence is kept (mlx_engine.PromptCache); a
+new prompt that starts with its tokens reuses it and only the rest is prefilled (`cached_tokens`).
 """
 
 from __future__ import annotations
@@ -23,14 +22,12 @@ from typing import Any
 
 from laya_desktop.config.sampling import LLAMA_ONLY_KNOBS
 from laya_desktop.runners import protocol as P
-from laya_desktop.runners.batching import TextStream, common_prefix_len
-from laya_desktop.runners.chat_templates import normalize_messages
+from laya_desktop.runners.batching import TextStream
 from laya_desktop.runners.contract import Accepted, accept
 from laya_desktop.runners.memory_estimate import mlx_kv_bytes_per_token
-from laya_desktop.runners.mlx_engine import (BatchEngine, SequentialEngine,
-                                             activation_dtype_bytes, mlx_memory)
-from laya_desktop.runners.tool_prompt import (check_tools, for_template, inline_tools,
-                                              template_knows_tools)
+from laya_desktop.runners.mlx_engine import (BatchEngine, PromptCache, SequentialEngine,
+                                             activation_dtype_bytes, make_sampling, mlx_memory)
+from laya_desktop.runners.mlx_prompt import MlxPrompt
 
 DEFAULT_PREFILL_STEP = 512  # tokens per prefill chunk: the longest a step() may run on a prompt
 TPS_WINDOW_S = 5.0
@@ -96,14 +93,11 @@ class MlxBackend:
         else:
             self._new_engine = lambda: SequentialEngine(self._model, self._eos, prefill)
         self._engine = self._new_engine()
-        template = getattr(self._tokenizer, "chat_template", None)
-        # Named templates ({"default": ..., "tool_use": ...}): transformers picks tool_use itself.
-        templates = template.values() if isinstance(template, dict) else [template]
-        self._native_tools = any(isinstance(t, str) and template_knows_tools(t) for t in templates)
+        self._prompts = MlxPrompt(self._tokenizer)
         self._queue: collections.deque[_Request] = collections.deque()
         self._running: dict[int, _Request] = {}  # engine uid -> request
         self._ids: dict[str, _Request] = {}
-        self._saved = None  # (cache, tokens) of the last finished sequence
+        self._prompt_cache = PromptCache()
         self._generated: collections.deque[tuple[float, int]] = collections.deque()
 
     # --- interface ---
@@ -118,7 +112,7 @@ class MlxBackend:
             "architecture": self._config.get("model_type", "unknown"),
             "batching": self._batching,
             "device": str(self._mx.default_device()),
-            "tool_template": self._native_tools,
+            "tool_template": self._prompts.native_tools,
             "embedding": False,
             "n_embd": int({**self._config, **self._config.get("text_config", {})}.get("hidden_size", 0)),
         }
@@ -169,7 +163,7 @@ class MlxBackend:
             "kv_used_tokens": kv_used,
             "kv_capacity_tokens": self._n_ctx * self._parallel,
             "kv_bytes_per_token": self._kv_bpt,
-            "prompt_cache_tokens": len(self._saved[1]) if self._saved else 0,
+            "prompt_cache_tokens": self._prompt_cache.tokens,
             "active": len(self._running),
             "queued": len(self._queue),
             "tokens_per_s": self._tokens_per_s(),
@@ -180,7 +174,7 @@ class MlxBackend:
         self._queue.clear()
         self._running.clear()
         self._ids.clear()
-        self._saved = None
+        self._prompt_cache.clear()
         self._engine.close()
         self._engine = None
         self._model = None
@@ -190,46 +184,13 @@ class MlxBackend:
     # --- work ---
 
     def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
-        try:
-            return self._tokenize(cmd), []
-        except P.BadRequest:
-            raise
-        except Exception as exc:  # a template or tokenizer error is the request's fault
-            raise P.BadRequest(f"cannot build the prompt: {exc}") from None
-
-    def _tokenize(self, cmd: dict) -> list[int]:
-        tok = self._tokenizer
-        if cmd.get("kind") == "chat":
-            messages = normalize_messages(cmd.get("messages"))
-            tools = check_tools(cmd.get("tools"))
-            if self._native_tools:
-                return list(tok.apply_chat_template(for_template(messages), tools=tools,
-                                                    add_generation_prompt=True))
-            messages = inline_tools(messages, tools, tool_role=False)
-            if tok.has_chat_template:
-                return list(tok.apply_chat_template(messages, add_generation_prompt=True))
-            text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
-            return list(tok.encode(text))
-        prompt = cmd.get("prompt")
-        if not isinstance(prompt, str):
-            raise P.BadRequest("prompt must be a string")
-        return list(tok.encode(prompt))
+        return self._prompts.tokens(cmd), []   # the tokenizer's template ends turns with EOS
 
     def _make_request(self, accepted: Accepted) -> _Request:
-        from mlx_lm.sample_utils import make_logits_processors, make_sampler
-
         p, prompt = accepted.params, accepted.prompt
         room = self._n_ctx - len(prompt)
         max_tokens = room if p.max_tokens is None else min(p.max_tokens, room)
-        sampler = make_sampler(temp=p.temperature, top_p=p.top_p, min_p=p.min_p, top_k=p.top_k)
-        look_back = self._n_ctx if p.repeat_last_n < 0 else p.repeat_last_n
-        processors = make_logits_processors(
-            logit_bias=dict(p.logit_bias) or None,
-            repetition_penalty=p.repeat_penalty if p.repeat_penalty not in (0.0, 1.0) else None,
-            repetition_context_size=look_back,
-            presence_penalty=p.presence_penalty or None, presence_context_size=look_back,
-            frequency_penalty=p.frequency_penalty or None, frequency_context_size=look_back,
-        )
+        sampler, processors = make_sampling(p, self._n_ctx)
         return _Request(id=accepted.id, prompt=prompt, max_tokens=max(0, max_tokens),
                         sampler=sampler, processors=processors, seed=p.seed,
                         stream=TextStream(accepted.stops), params=p)
@@ -242,7 +203,7 @@ class MlxBackend:
             if req.max_tokens == 0:  # the prompt fills n_ctx, or max_tokens 0 was asked for
                 events.append(self._done(req, "length"))
                 continue
-            cache, cached = self._take_prompt_cache(req.prompt)
+            cache, cached = self._prompt_cache.take(req.prompt)
             req.cached_tokens = cached
             req.detok = self._tokenizer.detokenizer
             if req.seed is not None:
@@ -251,21 +212,6 @@ class MlxBackend:
                                           req.sampler, req.processors, req.max_tokens)
             self._running[req.uid] = req
         return events
-
-    def _take_prompt_cache(self, prompt: list[int]):
-        """The saved cache trimmed to its common prefix with `prompt`, or (None, 0)."""
-        from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
-
-        if self._saved is None:
-            return None, 0
-        cache, tokens = self._saved
-        # At least one prompt token must go through the model to get the first logits.
-        common = min(common_prefix_len(tokens, prompt), len(prompt) - 1)
-        if common <= 0 or (common < len(tokens) and not can_trim_prompt_cache(cache)):
-            return None, 0
-        self._saved = None
-        trim_prompt_cache(cache, len(tokens) - common)
-        return cache, common
 
     def _on_token(self, req: _Request, token: int, finish: str | None, saved) -> list[dict]:
         events = []
@@ -284,8 +230,7 @@ class MlxBackend:
         else:
             return events
         self._running.pop(req.uid, None)
-        if saved is not None:
-            self._saved = saved
+        self._prompt_cache.keep(saved)
         events.append(self._done(req, finish))
         return events
 
@@ -300,7 +245,7 @@ class MlxBackend:
             self._ids.pop(req.id, None)
             events.append(P.error(req.id, "internal", message))
         self._running.clear()
-        self._saved = None
+        self._prompt_cache.clear()
         try:
             self._engine.close()
         except Exception:  # the engine is already broken; its state goes with it

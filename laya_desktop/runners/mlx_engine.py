@@ -8,10 +8,15 @@ Two engines sit behind one small interface (can_insert / insert / next / remove 
   batched (quantized, chunked); there requests beyond the first wait in the backend's queue.
 
 next() returns [(uid, token, finish_reason | None, (cache, tokens) | None)]: one entry per running
-sequence that produced a token; a finished sequence hands back its KV cache and the tokens in it.
+sequence that produced a token; a finished sequence hands back its KV cache and the tokens in it,
+which `PromptCache` keeps for the next prompt. `make_sampling` turns checked params into mlx-lm's
+sampler and logits processors.
 """
 
 from __future__ import annotations
+
+from laya_desktop.runners.batching import common_prefix_len
+from laya_desktop.runners.protocol import SamplingParams
 
 
 def activation_dtype_bytes(model) -> int:
@@ -156,3 +161,53 @@ class BatchEngine:
 
     def close(self) -> None:
         self._gen.close()
+
+
+def make_sampling(p: SamplingParams, n_ctx: int):
+    """mlx-lm's sampler and logits processors for checked params (a look-back of -1: n_ctx)."""
+    from mlx_lm.sample_utils import make_logits_processors, make_sampler
+
+    sampler = make_sampler(temp=p.temperature, top_p=p.top_p, min_p=p.min_p, top_k=p.top_k)
+    look_back = n_ctx if p.repeat_last_n < 0 else p.repeat_last_n
+    processors = make_logits_processors(
+        logit_bias=dict(p.logit_bias) or None,
+        repetition_penalty=p.repeat_penalty if p.repeat_penalty not in (0.0, 1.0) else None,
+        repetition_context_size=look_back,
+        presence_penalty=p.presence_penalty or None, presence_context_size=look_back,
+        frequency_penalty=p.frequency_penalty or None, frequency_context_size=look_back,
+    )
+    return sampler, processors
+
+
+class PromptCache:
+    """The KV cache of the last finished sequence, kept for a later prompt that starts with its
+    tokens (a system prompt, the previous chat turn): only the rest is prefilled."""
+
+    def __init__(self):
+        self._saved = None  # (cache, tokens)
+
+    @property
+    def tokens(self) -> int:
+        return len(self._saved[1]) if self._saved else 0
+
+    def keep(self, saved) -> None:
+        if saved is not None:
+            self._saved = saved
+
+    def clear(self) -> None:
+        self._saved = None
+
+    def take(self, prompt: list[int]):
+        """The saved cache trimmed to its common prefix with `prompt`, or (None, 0)."""
+        from mlx_lm.models.cache import can_trim_prompt_cache, trim_prompt_cache
+
+        if self._saved is None:
+            return None, 0
+        cache, tokens = self._saved
+        # At least one prompt token must go through the model to get the first logits.
+        common = min(common_prefix_len(tokens, prompt), len(prompt) - 1)
+        if common <= 0 or (common < len(tokens) and not can_trim_prompt_cache(cache)):
+            return None, 0
+        self._saved = None
+        trim_prompt_cache(cache, len(tokens) - common)
+        return cache, common
