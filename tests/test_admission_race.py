@@ -1,11 +1,13 @@
 """Admission is serialised across models: two loads at once against memory for one.
 
-The model manager holds one admission lock from the plan to the ready runner, and the policy
+The scheduler holds one admission lock from the plan to the ready runner, and the policy
 counts each admitted model's estimate as spoken for until it is resident (`reserved_bytes`).
 Semantics when the second model does not fit next to the first: it waits for the first load to
 finish, then plans like any load — it evicts the first if that one is idle, and is refused
 (503 load_refused, Retry-After) if the first is busy. Never are both admitted against the same
 free memory.
+
+The scheduler's side of it, with fake effects and in milliseconds: test_scheduler_policy.py.
 """
 from __future__ import annotations
 
@@ -207,59 +209,3 @@ def test_idle_ttl_firing_as_requests_arrive_never_fails_one(tiny_gguf, tmp_path)
         assert statuses and set(statuses) == {200}, statuses
         assert unloads, "the TTL never fired: the test did not test the race"
         print(f"{len(statuses)} requests around the TTL, {len(unloads)} idle unloads, all 200")
-
-
-# -- the model manager with fakes: admissions never overlap a plan or a load in progress ---------
-
-class FakeHandle:
-    def __init__(self, log: list, name: str):
-        self.state, self.retired, self.pid = "unloaded", False, None
-        self.log, self.name = log, name
-
-    @property
-    def is_ready(self) -> bool:
-        return self.state == "ready"
-
-    async def ensure_ready(self) -> None:
-        import asyncio
-        self.state = "loading"
-        self.log.append(("load", self.name))
-        await asyncio.sleep(0.02)
-        self.state, self.pid = "ready", 1
-        self.log.append(("ready", self.name))
-
-
-def test_model_manager_admits_one_model_at_a_time():
-    import asyncio
-    from laya_desktop.config.validate import validate_config
-    from laya_desktop.engine.model_manager import ModelManager
-    from laya_desktop.telemetry.events import EventLog
-    raw = {"models": [{"name": f"m{i}", "backend": "llama_cpp", "path": "/x.gguf"} for i in range(4)],
-           "routes": [{"name": "default", "target": "m0"}]}
-    config, errors = validate_config(raw)
-    assert not errors, errors
-    log: list = []
-
-    async def main():
-        manager = ModelManager(config, EventLog())
-        for served in manager.models.values():
-            served.handle = FakeHandle(log, served.name)
-
-        async def admit(served):
-            # what a plan would see: every other model loaded or loading
-            seen = sorted(m.name for m in manager.models.values()
-                          if m.handle.state in ("ready", "loading") and m is not served)
-            log.append(("admit", served.name, tuple(seen)))
-            await asyncio.sleep(0.01)
-        manager.admission = admit
-        await asyncio.gather(*(manager.ensure_ready(s) for s in manager.models.values()),
-                             *(manager.ensure_ready(s) for s in manager.models.values()))
-    asyncio.run(main())
-    admits = [e for e in log if e[0] == "admit"]
-    assert len(admits) == 4                      # concurrent callers of one model share its load
-    # strictly admit, load, ready for one model before the next admission starts, and each plan
-    # sees every model admitted before it
-    for i, (_, name, seen) in enumerate(admits):
-        assert len(seen) == i
-        at = log.index(("admit", name, seen))
-        assert log[at + 1:at + 3] == [("load", name), ("ready", name)], log

@@ -12,10 +12,10 @@ from pathlib import Path
 from laya_desktop.config.schema import Config
 from laya_desktop.config.store import config_to_dict, load_config, save_config_atomic
 from laya_desktop.config.validate import validate_config
-from laya_desktop.engine.memory_guard import MemoryGuard
 from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.remote import make_client
 from laya_desktop.engine.response_store import ResponseStore
+from laya_desktop.engine.runner_effects import RunnerEffects
 from laya_desktop.engine.telemetry_service import TelemetryService
 from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
@@ -44,14 +44,15 @@ class Engine:
         self.metrics = EngineMetrics(live=self._live_figures)
         self.events.add_listener(self.metrics.observe_event)
         self.responses = ResponseStore()  # the Responses API's previous_response_id
-        self.models = ModelManager(config, self.events)
+        # the scheduler admits a load against a fresh sample, taken when it asks for one
+        self.models = ModelManager(config, RunnerEffects(self.events,
+                                                         sample=lambda: self.telemetry.sample_once()))
         self.targets = TargetBook(is_loaded=self._is_loaded)   # what rule strategies choose by
         self.route_inputs = RouteInputLog(config.server.route_log_size)  # for the what-if replay
         self.remote = make_client()
         self.started_at = time.time()
-        self.telemetry = TelemetryService(self)
-        self.guard = MemoryGuard(self)
-        self.models.admission = self.guard.admit
+        self.telemetry = TelemetryService(self.models, lambda: self.config.memory.sample_hz,
+                                          on_sample=self.models.scheduler.on_sample)
         self._apply_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._config_stamp = self._stamp()
@@ -62,7 +63,7 @@ class Engine:
         if self.config_path is not None:
             self._tasks.append(asyncio.ensure_future(self._watch_config_file()))
         from laya_desktop.engine.background import start_background
-        self._tasks += start_background(self)
+        self._tasks += start_background(self.telemetry, self.models.scheduler)
 
     async def stop(self) -> None:
         for task in self._tasks:

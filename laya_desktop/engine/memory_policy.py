@@ -1,8 +1,8 @@
 """Which models to unload, and whether a new one fits: pure functions over plain data.
 
-No I/O, no logging, no clock (docs/ARCHITECTURE.md, "policy apart from effects"): the memory
-guard and the model manager gather a MemoryState and the loaded models, ask these functions, and
-carry out the answer themselves. Tests drive them with tables of cases.
+No I/O, no logging, no clock (docs/ARCHITECTURE.md, "policy apart from effects"): the scheduler
+(engine/scheduler.py) gathers a MemoryState and the loaded models (engine/memory_guard.py), asks
+these functions, and carries out the answer itself. Tests drive them with tables of cases.
 
 Accounting. Weights loaded with mmap are page cache: the kernel counts them as *available*, and
 under pressure drops them, after which the model re-reads its weights from disk on every token.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Callable
 
 from laya_desktop.telemetry.ring import SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
@@ -17,8 +18,12 @@ HOUR_AT_4HZ = 4 * 3600
 
 
 class TelemetryService:
-    def __init__(self, engine, capacity: int = HOUR_AT_4HZ + 1024):
-        self.engine = engine
+    def __init__(self, models, sample_hz: Callable[[], float],
+                 on_sample: Callable[[dict], None] | None = None,
+                 capacity: int = HOUR_AT_4HZ + 1024):
+        self.models = models          # the registry: all() -> the served models
+        self.sample_hz = sample_hz    # the running config's memory.sample_hz
+        self.on_sample = on_sample    # the memory guard's emergency release
         self.samples = SeqRing(capacity)
         self.sampler = SystemSampler()
         self._memory: dict[str, dict] = {}
@@ -35,7 +40,7 @@ class TelemetryService:
                 gpu_by_pid[int(pid)] = gpu_by_pid.get(int(pid), 0) + int(used)
         models: dict[str, dict] = {}
         memory: dict[str, dict] = {}
-        for served in self.engine.models.models.values():
+        for served in self.models.all():
             if served.handle is None:
                 continue
             handle = served.handle
@@ -72,7 +77,7 @@ class TelemetryService:
         return sample
 
     async def _poll_runner_stats(self) -> None:
-        for served in list(self.engine.models.models.values()):
+        for served in self.models.all():
             handle = served.handle
             if handle is not None and handle.is_ready:
                 try:
@@ -83,16 +88,15 @@ class TelemetryService:
     async def run(self) -> None:
         next_at = time.monotonic()
         while True:
-            period = 1.0 / max(self.engine.config.memory.sample_hz, 0.01)
+            period = 1.0 / max(self.sample_hz(), 0.01)
             await self._poll_runner_stats()
             try:
                 sample = self.sample_once()
             except Exception:
                 log.exception("telemetry sample failed")
                 sample = None
-            guard = self.engine.guard
-            if sample is not None and guard is not None:
-                guard.on_sample(sample)
+            if sample is not None and self.on_sample is not None:
+                self.on_sample(sample)
             next_at += period
             delay = next_at - time.monotonic()
             if delay < 0:  # fell behind (a stalled loop): don't try to catch up in a burst

@@ -1,0 +1,45 @@
+"""The scheduler's real effects: runner processes, the memory estimate, telemetry, the event log."""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+import psutil
+
+from laya_desktop.config.schema import ModelConfig
+from laya_desktop.engine.served_model import ServedModel
+from laya_desktop.runners.memory_estimate import estimate_model_bytes
+
+MEMORY_BACK_TIMEOUT_S = 5.0
+
+
+class RunnerEffects:
+    def __init__(self, events, sample: Callable[[], dict | None]):
+        self.events = events
+        self._sample = sample
+
+    async def start(self, served: ServedModel) -> None:
+        await served.handle.ensure_ready()
+
+    async def stop(self, served: ServedModel, reason: str, grace_s: float | None) -> bool:
+        return await served.handle.stop(reason, grace_s=grace_s)
+
+    async def estimate(self, model: ModelConfig) -> tuple[int, int] | None:
+        return await asyncio.to_thread(estimate_model_bytes, model)  # reads the GGUF's header
+
+    def sample(self) -> dict | None:
+        return self._sample()
+
+    def ram_available(self) -> int:
+        return psutil.virtual_memory().available
+
+    async def wait_memory_back(self, before: int, freed: int) -> None:
+        deadline = time.monotonic() + MEMORY_BACK_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if psutil.virtual_memory().available - before >= freed // 2:
+                return
+            await asyncio.sleep(0.05)
+
+    def record(self, kind: str, **fields) -> None:
+        self.events.record(kind, **fields)
