@@ -115,7 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _skip_httpx_cli() -> None:
+    """httpx imports its own command-line tool (rich, click, pygments: a quarter of a second on
+    2 busy CPUs) whenever those are installed, and Laya never runs it. A None in sys.modules makes
+    that import fail, and httpx then keeps its stub `main`."""
+    sys.modules.setdefault("httpx._main", None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _skip_httpx_cli()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     if args.self_test:

@@ -1,6 +1,7 @@
 """`laya serve`: load models.yaml, build the engine, run it on uvicorn."""
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import os
@@ -58,6 +59,10 @@ def run_serve(args) -> int:
     finished = threading.Event()
     if getattr(args, "parent_pipe", None) is not None:
         watch_parent_pipe(args.parent_pipe, server, engine, finished)
+    # Everything built so far (modules, config, router) lives as long as the process: out of the
+    # collector's sight, a full collection no longer walks it (about 100 ms on 2 CPUs, a stall
+    # for whichever request it hits).
+    gc.freeze()
     try:
         server.run()
     finally:
