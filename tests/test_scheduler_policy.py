@@ -507,3 +507,17 @@ def test_a_request_waiting_in_a_replaced_models_queue_moves_to_the_new_one():
         assert events[-1]["event"] == "done"
         assert not old.handle.is_ready and effects.log.count(("start", "a")) == 1
     run(main())
+
+
+def test_warmup_loads_marked_models_and_a_failure_stops_no_other():
+    manager, effects = world("broken", "good", "lazy", sizes={},
+                             broken={"warmup": True}, good={"warmup": True})
+    effects.fail.add("broken")
+    run(manager.warmup())
+    assert effects.kinds("load_failed", "model_loaded") == [("load_failed", "broken"),
+                                                            ("model_loaded", "good")]
+    assert not manager.get("lazy").handle.is_ready
+    # turning warmup on in a re-applied config asks for that model alone
+    again = config("broken", "good", "lazy", broken={"warmup": True}, good={"warmup": True},
+                   lazy={"warmup": True})
+    assert run(manager.apply_config(again)) == ["lazy"]
