@@ -41,6 +41,8 @@ def chat(text: str) -> dict:
     ({"examples": ["ok"], "negatives": 3}, "routes[1].match.semantic.negatives",
      "expected a string or a list of strings"),
     ({"examples": ["ok"], "cutoff": 0.2}, "routes[1].match.semantic.cutoff", "unknown key 'cutoff'"),
+    ({"examples": ["x"], "margin": -0.1}, "routes[1].match.semantic.margin",
+     "must be between 0 and 1, got -0.1"),
     ("ok", "routes[1].match.semantic", "expected a mapping"),
 ])
 def test_semantic_config_errors_name_their_path(semantic, path, message):
@@ -256,3 +258,39 @@ def test_top_k_scores_the_mean_of_the_nearest_examples():
     code = next(r for r in out["explanation"] if r["rule"] == "code")
     assert code["semantic"]["nearest_example"] == "fix the bug in my javascript code"
     assert 0.4 < code["semantic"]["score"] < 0.95  # the exact example averaged with the next one
+
+
+def test_margin_keeps_out_prompts_nearly_as_close_to_the_negatives():
+    from laya_desktop.routing.semantic import SemanticScore
+
+    close_call = dict(score=0.60, nearest="e", negative_score=0.55, nearest_negative="n", threshold=0.3)
+    assert SemanticScore(**close_call).holds  # margin 0: the negative only must not score higher
+    tight = SemanticScore(**close_call, margin=0.1)
+    assert not tight.holds and "nearer than 0.10 below it" in tight.reason()
+    assert SemanticScore(**{**close_call, "negative_score": 0.45}, margin=0.1).holds
+    raw = raw_config()
+    raw["routes"][1]["match"]["semantic"]["margin"] = 0.5
+    config, errors = validate_config(raw)
+    assert errors == [] and config.routes[1].match.semantic.margin == 0.5
+    router = Router(config)
+    # the exact example: score 1.0, far above the negative; a poem prompt: not 0.5 above it
+    assert router.decide_body(CHAT, chat("fix the bug in my javascript code"), None).rule == "code"
+    poem = extract(CHAT, chat("write a poem about the rust compiler"), None)
+    out = explanation_json(router.explain(poem), 1.0)
+    code = next(r for r in out["explanation"] if r["rule"] == "code")
+    assert code["semantic"]["margin"] == 0.5 and code["matched"] is False
+
+
+def test_margin_suggestions_score_each_side_leave_one_out():
+    import numpy as np
+
+    from laya_desktop.routing.semantic_threshold import leave_one_out_margins, negative_margins, suggest
+
+    examples = np.array([[1, 0, 0], [0.8, 0.6, 0]], dtype=np.float32)
+    negatives = np.array([[0, 0, 1], [0, 0.6, 0.8]], dtype=np.float32)
+    # example 0: 0.8 to the other example, 0.0 to the negatives; example 1: 0.8 and 0.36
+    assert leave_one_out_margins(examples, negatives) == pytest.approx([0.8, 0.44])
+    # negative 0: 0.0 to the examples, 0.8 to the other negative; negative 1: 0.36 and 0.8
+    assert negative_margins(negatives, examples) == pytest.approx([-0.8, -0.44])
+    assert suggest(leave_one_out_margins(examples, negatives), negative_margins(negatives, examples),
+                   "precision", 1.0).threshold == pytest.approx(0.0)  # clamped: margins are >= 0

@@ -94,6 +94,8 @@ class SemanticMatch:
                             "between 0 and 1.", default=0.5)
     top_k: int = _doc("The score is the mean similarity of this many nearest examples (1: the "
                       "nearest only); negatives and other routes are scored alike.", default=1)
+    margin: float = _doc("How much the score must beat the negatives' score (scored alike), "
+                         "between 0 and 1; 0: the negatives must not score higher.", default=0.0)
 
 
 @dataclass

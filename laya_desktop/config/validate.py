@@ -18,7 +18,7 @@ from laya_desktop.config.schema import (
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
-SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k")
+SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k", "margin")
 ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy", "sampling")
 TARGET_KEYS = ("model", "weight", "max_active")
 
@@ -293,7 +293,7 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
         if key not in SEMANTIC_KEYS:
             report.unknown_key(path, key, SEMANTIC_KEYS)
             ok = False
-        elif key == "threshold":
+        elif key in ("threshold", "margin"):
             ok = report.value_ok(sub, value, _Field("number", check=_between(0, 1))) and ok
             values[key] = value
         elif key == "top_k":
@@ -311,8 +311,9 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
         ok = False
     if not ok:
         return None
-    if "threshold" in values:
-        values["threshold"] = float(values["threshold"])
+    for key in ("threshold", "margin"):
+        if key in values:
+            values[key] = float(values[key])
     return SemanticMatch(**values)
 
 

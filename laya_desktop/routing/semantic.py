@@ -2,8 +2,8 @@
 
 Score = the cosine similarity of the text to its nearest positive example (with `top_k` k > 1:
 the mean over its k nearest, which a single look-alike example moves less). The condition holds
-when the score reaches the rule's threshold, no negative example is nearer than that positive
-one (negatives carve out prompts that look like the route but are not), and no other semantic
+when the score reaches the rule's threshold, the negatives' score (alike) stays `margin` or more
+below it (negatives carve out prompts that look like the route but are not), and no other semantic
 rule has an example nearer still (the best-matching route wins, whatever the rule order).
 Example embeddings are computed once per config apply; a request's text is embedded at most
 once, only when the router reaches the first semantic rule whose other conditions hold, and kept
@@ -51,18 +51,22 @@ class SemanticScore:
     nearest_negative: str | None
     threshold: float
     rival_score: float | None = None  # the best score of another semantic rule, when known
+    margin: float = 0.0  # what the score must beat the negatives' score by
+
+    @property
+    def beaten(self) -> bool:
+        return self.negative_score is not None and self.score - self.negative_score < self.margin
 
     @property
     def holds(self) -> bool:
-        beaten = self.negative_score is not None and self.negative_score > self.score
         outscored = self.rival_score is not None and self.rival_score > self.score
-        return self.score >= self.threshold and not beaten and not outscored
+        return self.score >= self.threshold and not self.beaten and not outscored
 
     def as_json(self) -> dict:
         return {"score": round(self.score, 4), "nearest_example": self.nearest,
                 "threshold": self.threshold, "holds": self.holds,
                 "negative_score": None if self.negative_score is None else round(self.negative_score, 4),
-                "nearest_negative": self.nearest_negative,
+                "nearest_negative": self.nearest_negative, "margin": self.margin,
                 "rival_score": None if self.rival_score is None else round(self.rival_score, 4)}
 
     def reason(self) -> str:
@@ -71,8 +75,9 @@ class SemanticScore:
             return f"{text} >= threshold {self.threshold:.2f}"
         if self.score < self.threshold:
             return f"{text} < threshold {self.threshold:.2f}"
-        if self.negative_score is not None and self.negative_score > self.score:
-            return (f"{text}, but negative {self.nearest_negative!r} is nearer "
+        if self.beaten:
+            by = f" than {self.margin:.2f} below it" if self.margin else ""
+            return (f"{text}, but negative {self.nearest_negative!r} is nearer{by} "
                     f"({self.negative_score:.3f})")
         return f"{text}, but another semantic rule's example is nearer ({self.rival_score:.3f})"
 
@@ -136,7 +141,7 @@ class SemanticRule:
             j = int(np.argmax(neg))
             neg_score, nearest_negative = top_k_mean(neg, self.match.top_k), self.negatives[j]
         return SemanticScore(top_k_mean(sims, self.match.top_k), self.examples[best], neg_score,
-                             nearest_negative, self.match.threshold)
+                             nearest_negative, self.match.threshold, margin=self.match.margin)
 
 
 def top_k_mean(sims: np.ndarray, k: int) -> float:

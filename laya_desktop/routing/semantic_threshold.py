@@ -2,7 +2,9 @@
 
 The positives are the rule's own examples scored leave-one-out (each against the others, so an
 example does not find itself at 1.0); the negatives are its negative prompts and, when the caller
-has them, prompts known to belong elsewhere. Three ways to choose:
+has them, prompts known to belong elsewhere. The same choice fits a `margin` from the examples'
+and the negatives' margins (their score minus their score against the negatives, leave-one-out).
+Three ways to choose:
 - `leave_one_out`: the highest threshold that still lets every held-out example through;
 - `best_f1`: the threshold with the best F1 between positives and negatives;
 - `precision`: the lowest threshold whose precision reaches the one the user picks (most recall).
@@ -39,6 +41,26 @@ def nearest_scores(vectors: np.ndarray, example_vectors: np.ndarray, top_k: int 
     if len(vectors) == 0 or len(example_vectors) == 0:
         return []
     return [top_k_mean(row, top_k) for row in vectors @ example_vectors.T]
+
+
+def leave_one_out_margins(example_vectors: np.ndarray, negative_vectors: np.ndarray,
+                          top_k: int = 1) -> list[float]:
+    """Each example's score against the other examples minus its score against the negatives:
+    what a `margin` has to let through."""
+    if len(negative_vectors) == 0:
+        return []
+    against = nearest_scores(example_vectors, negative_vectors, top_k)
+    return [s - n for s, n in zip(leave_one_out_scores(example_vectors, top_k), against)]
+
+
+def negative_margins(negative_vectors: np.ndarray, example_vectors: np.ndarray,
+                     top_k: int = 1) -> list[float]:
+    """Each negative's score against the examples minus its score against the other negatives
+    (leave-one-out): what a `margin` has to keep out."""
+    if len(negative_vectors) < 2:
+        return []
+    own = leave_one_out_scores(negative_vectors, top_k)
+    return [s - n for s, n in zip(nearest_scores(negative_vectors, example_vectors, top_k), own)]
 
 
 def measure(threshold: float, positives: list[float], negatives: list[float]) -> Suggestion:

@@ -20,7 +20,8 @@ def engine(tmp_path_factory):
         url = servers["upstream"].base_url
         config = {"models": [{"name": "big", "backend": "openai", "base_url": url}],
                   "routes": [{"name": "code", "target": "big", "match": {"semantic": {
-                      "examples": EXAMPLES, "negatives": NEGATIVES, "threshold": 0.4}}},
+                      "examples": EXAMPLES, "negatives": NEGATIVES, "threshold": 0.4,
+                      "margin": 0.05}}},
                              {"name": "default", "target": "big"}]}
         with running_engine(config, tmp_path_factory.mktemp("semantic")) as eng:
             with httpx.Client(base_url=eng.url) as c:
@@ -45,6 +46,7 @@ def test_examples_editor_round_trips_and_edits_the_rule(panel, qtbot):
     with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:
         fields.examples.appendPlainText("how do I sort a list in go?")
     assert edited.args[0]["match"]["semantic"]["examples"] == [*EXAMPLES, "how do I sort a list in go?"]
+    assert edited.args[0]["match"]["semantic"]["margin"] == 0.05  # not edited here: kept as written
     assert panel.rules[0]["match"]["semantic"]["examples"][-1] == "how do I sort a list in go?"
     assert panel.dirty
     with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:

@@ -63,6 +63,7 @@ class SemanticFields(QGroupBox):
         self.threshold.editingFinished.connect(self.changed)
         self.top_k.editingFinished.connect(self.changed)
         self._loading = False
+        self._margin = None
 
     def load(self, semantic: dict | None) -> None:
         self._loading = True
@@ -72,6 +73,7 @@ class SemanticFields(QGroupBox):
             self.negatives.setPlainText("\n".join(semantic.get("negatives") or []))
             self.threshold.setValue(float(semantic.get("threshold", 0.5)))
             self.top_k.setValue(int(semantic.get("top_k", 1)))
+            self._margin = semantic.get("margin")  # kept as written: not edited here yet
         finally:
             self._quiet.stop()
             self._loading = False
@@ -84,6 +86,8 @@ class SemanticFields(QGroupBox):
         out: dict = {"examples": examples, "threshold": round(self.threshold.value(), 3)}
         if self.top_k.value() != 1:
             out["top_k"] = self.top_k.value()
+        if self._margin:
+            out["margin"] = self._margin
         negatives = _lines(self.negatives.toPlainText())
         if negatives:
             out["negatives"] = negatives
