@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer, Signal
+from shiboken6 import isValid
 from PySide6.QtWidgets import (
     QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
     QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget,
@@ -204,6 +205,8 @@ class SemanticScoreView(QWidget):
             self.refresh()
 
     def _on_answer(self, asked: int, answer: dict) -> None:
+        if not isValid(self.score):  # the panel closed while the engine was answering
+            return
         self._done()
         if asked != self._asked:
             return
@@ -225,6 +228,8 @@ class SemanticScoreView(QWidget):
         self.answered.emit(answer)
 
     def _on_error(self, asked: int, exc: Exception) -> None:
+        if not isValid(self.score):
+            return
         self._done()
         if asked != self._asked:
             return
