@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.request
 from dataclasses import dataclass, field
 
 import httpx
@@ -37,20 +38,33 @@ class RemoteClient:
 
     httpx's Client layers (URL merging, auth and redirect flows, a cookie jar that an upstream's
     Set-Cookie would fill for every other request) cost about a fifth of the engine's CPU time on
-    a relayed request and do nothing for a gateway. The transport, built on first use, keeps
-    the connection pool, the timeouts and httpx's errors and Response. Building it loads the CA
-    certificates, so an engine without remote models never pays for that at start-up.
+    a relayed request and do nothing for a gateway. The transports, built on first use, keep
+    the connection pools, the proxies from the environment, the timeouts and httpx's errors and
+    Response. Building one loads the CA certificates, so an engine without remote models never
+    pays for that at start-up.
     """
 
     def __init__(self):
-        self._transport: httpx.AsyncHTTPTransport | None = None
+        self._transports: dict[str | None, httpx.AsyncHTTPTransport] = {}   # by proxy URL
+        self._routes: dict[tuple[str, str], httpx.AsyncHTTPTransport] = {}  # (scheme, host)
         self._urls: dict[str, httpx.URL] = {}
 
-    def _pool(self) -> httpx.AsyncHTTPTransport:
-        if self._transport is None:
-            self._transport = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=200, max_keepalive_connections=32))
-        return self._transport
+    def _pool(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
+        """The transport for `url`: through HTTP(S)_PROXY / ALL_PROXY unless NO_PROXY exempts
+        the host, as httpx's client does."""
+        key = (url.scheme, url.host)
+        transport = self._routes.get(key)
+        if transport is None:
+            proxies = urllib.request.getproxies()
+            proxy = proxies.get(url.scheme) or proxies.get("all")
+            if proxy and urllib.request.proxy_bypass(url.host):
+                proxy = None
+            transport = self._transports.get(proxy)
+            if transport is None:
+                transport = self._transports[proxy] = httpx.AsyncHTTPTransport(
+                    proxy=proxy, limits=httpx.Limits(max_connections=200, max_keepalive_connections=32))
+            self._routes[key] = transport
+        return transport
 
     def _url(self, url: str) -> httpx.URL:
         parsed = self._urls.get(url)
@@ -67,13 +81,13 @@ class RemoteClient:
                           allow_nan=False).encode("utf-8")
         request = httpx.Request("POST", self._url(url), headers={**REQUEST_HEADERS, **headers},
                                 content=body, extensions=TIMEOUT)
-        response = await self._pool().handle_async_request(request)
+        response = await self._pool(request.url).handle_async_request(request)
         response.request = request
         return response
 
     async def aclose(self) -> None:
-        if self._transport is not None:
-            await self._transport.aclose()
+        for transport in self._transports.values():
+            await transport.aclose()
 
 
 def make_client() -> RemoteClient:

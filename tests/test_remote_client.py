@@ -1,0 +1,103 @@
+"""RemoteClient, the engine's HTTP client for remote models, against a real loopback upstream:
+the JSON it sends, keep-alive, and the proxies from the environment (HTTP_PROXY, NO_PROXY)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import httpx
+import pytest
+
+from laya_desktop.engine.remote import RemoteClient
+from loopback_upstream import ChatUpstream, _Handler, chat_upstreams
+
+
+def _post(client: RemoteClient, url: str, payload: dict) -> tuple[int, dict]:
+    async def go():
+        response = await client.post(url, payload, {"Content-Type": "application/json"})
+        try:
+            return response.status_code, json.loads(await response.aread())
+        finally:
+            await response.aclose()
+    return asyncio.run(go())
+
+
+def _clear_proxies(monkeypatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+                 "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_posts_json_and_reads_the_answer(monkeypatch):
+    _clear_proxies(monkeypatch)
+    with chat_upstreams(up=0.0) as ups:
+        status, body = _post(RemoteClient(), ups["up"].base_url + "/chat/completions",
+                             {"model": "m", "messages": [{"role": "user", "content": "héllo"}]})
+        assert status == 200
+        assert body["choices"][0]["message"]["content"] == "from up"
+        assert ups["up"].hits == 1
+
+
+class _Recording(_Handler):
+    """Keeps what reached it: the request line's target and the headers."""
+    protocol_version = "HTTP/1.1"
+    seen: list = []
+
+    def do_POST(self):
+        _Recording.seen.append((self.path, dict(self.headers)))
+        super().do_POST()
+
+
+def _recording_upstream():
+    server = ChatUpstream("proxy")
+    server.RequestHandlerClass = _Recording
+    _Recording.seen = []
+    return server
+
+
+def test_http_proxy_from_the_environment_is_used_unless_no_proxy(monkeypatch):
+    _clear_proxies(monkeypatch)
+    proxy = _recording_upstream()
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_port}")
+        target = "http://remote.invalid:8000/v1/chat/completions"
+        status, body = _post(RemoteClient(), target, {"model": "m", "messages": []})
+        assert status == 200 and body["model"] == "proxy"
+        # a forward proxy gets the absolute URL, and no Accept-Encoding: relays pass bytes on
+        path, headers = _Recording.seen[-1]
+        assert path == target
+        assert "Accept-Encoding" not in headers
+
+        monkeypatch.setenv("NO_PROXY", "remote.invalid")
+        with pytest.raises(httpx.ConnectError):
+            _post(RemoteClient(), target, {"model": "m", "messages": []})
+        assert len(_Recording.seen) == 1
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_connections_are_kept_alive(monkeypatch):
+    _clear_proxies(monkeypatch)
+    upstream = _recording_upstream()
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    client = RemoteClient()
+    try:
+        async def twice():
+            ports = []
+            for _ in range(2):
+                response = await client.post(upstream.base_url + "/chat/completions",
+                                             {"model": "m"}, {})
+                await response.aread()
+                ports.append(response.extensions["network_stream"].get_extra_info("client_addr"))
+                await response.aclose()
+            await client.aclose()
+            return ports
+        first, second = asyncio.run(twice())
+        assert first is not None and first == second   # one TCP connection: the same local port
+        assert len(_Recording.seen) == 2
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
