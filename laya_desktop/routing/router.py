@@ -85,16 +85,22 @@ def _collect(pattern: int, start: int, end: int, flags: int, hits: list) -> None
 
 
 class _HyperscanScanner:
-    """Literal patterns, SINGLEMATCH: one Python callback per distinct keyword found."""
+    """Literal patterns, SINGLEMATCH: one Python callback per distinct keyword found.
+
+    CASELESS folds ASCII letters only, and the patterns are lowered: on an ASCII text that is the
+    same test as an exact match in the lowered text, and on a lowered text it is an exact match
+    (bytes of other characters are compared as they are)."""
 
     name = "hyperscan"
+    caseless = True
 
     def __init__(self, patterns: list[bytes]):
         import hyperscan
 
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=patterns, ids=list(range(len(patterns))),
-                         elements=len(patterns), flags=hyperscan.HS_FLAG_SINGLEMATCH, literal=True)
+                         elements=len(patterns), literal=True,
+                         flags=hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS)
         self._new_scratch = hyperscan.Scratch
         self._local = threading.local()  # a scratch serves one scan at a time
         self._local.scratch = self._new_scratch(self._db)  # spare the first request (~0.1 ms)
@@ -112,6 +118,7 @@ class _AhoCorasickScanner:
     """Overlapping search, so keywords inside or overlapping other keywords are still found."""
 
     name = "ahocorasick-rs"
+    caseless = False
 
     def __init__(self, patterns: list[bytes]):
         import ahocorasick_rs
@@ -217,6 +224,7 @@ class Router:
                 first_rule.setdefault(word, bit)
         self._tiers: list[_Tier] = []
         self.scanner_name = "none"
+        self._caseless = False
         words = list(rules_of)
         start = 0
         size = first_tier or len(words)
@@ -228,7 +236,7 @@ class Router:
             tier_words = words[start:end]
             resolved = (1 << first_rule[words[end]]) - 1 if end < len(words) else -1
             impl = make_scanner([_encode(w) for w in tier_words], scanner)
-            self.scanner_name = impl.name
+            self.scanner_name, self._caseless = impl.name, impl.caseless
             users = 0
             for w in tier_words:
                 users |= rules_of[w]
@@ -251,10 +259,18 @@ class Router:
         if registered and model is not None:
             return self._direct_to(model)
         if not self._reads_text:  # no length or keyword condition: the text cannot matter
-            return self._select(path, model, merge_tags(body, header_tags), 0, str)
+            return self._select(path, model, merge_tags(body, header_tags), 0, str, bytes)
         user_parts, chars = text_parts(body)
         return self._select(path, model, merge_tags(body, header_tags), chars,
-                            lambda: USER_TEXT_SEPARATOR.join(user_parts).lower())
+                            lambda: USER_TEXT_SEPARATOR.join(user_parts).lower(),
+                            lambda: self._scan_bytes(USER_TEXT_SEPARATOR.join(user_parts)))
+
+    def _scan_bytes(self, text: str) -> bytes:
+        """What the keyword scanner reads: a caseless scanner takes an ASCII text as it is,
+        sparing a lowered copy of a long prompt; any other text is lowered first."""
+        if self._caseless and text.isascii():
+            return text.encode("ascii")
+        return _encode(text.lower())
 
     def text_to_embed(self, path: str, body: dict, header_tags: str | None) -> str | None:
         """The text decide_body would embed for this request (reaching a semantic rule with a
@@ -265,7 +281,7 @@ class Router:
         if req.model is not None and req.model in self.registered:
             return self._direct_to(req.model)
         return self._select(req.path, req.model, req.tags, req.prompt_chars,
-                            lambda: req.user_text_lower)
+                            lambda: req.user_text_lower, lambda: _encode(req.user_text_lower))
 
     def _direct_to(self, model: str) -> Decision:
         decision = self._direct.get(model)
@@ -273,7 +289,9 @@ class Router:
             decision = self._direct[model] = Decision(None, model, (), True)
         return decision
 
-    def _select(self, path, model, tags, chars, user_text) -> Decision | None:
+    def _select(self, path, model, tags, chars, user_text, scan_bytes) -> Decision | None:
+        """user_text(): the lowered user text (semantic rules embed it); scan_bytes(): the same
+        text as the keyword scanner reads it."""
         candidates = self._tag_free
         for tag in tags:
             candidates |= self._tag_masks.get(tag, 0)
@@ -289,22 +307,21 @@ class Router:
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
         if needed:
-            winner = self._scan(needed, _encode(user_text())) or winner
+            winner = self._scan(needed, scan_bytes()) or winner
         if winner & self.semantic.mask:  # a semantic condition may still fail: judge from here
-            return self._select_semantic(candidates, winner, user_text)
+            return self._select_semantic(candidates, winner, user_text, scan_bytes)
         return self._decisions[winner.bit_length() - 1] if winner else None
 
-    def _select_semantic(self, candidates: int, first: int, user_text) -> Decision | None:
+    def _select_semantic(self, candidates: int, first: int, user_text, scan_bytes) -> Decision | None:
         """From `first`, a semantic rule whose other conditions hold, on in rule order.
 
         Everything before `first` has failed already. From here on each remaining candidate is
         judged: keywords (all tiers scanned once), then the semantic score, the text embedded on
         the first semantic rule only and reused for the rest.
         """
-        text = user_text()
         remaining = candidates & ~(first - 1)
         keyword_rules = remaining & self._keyword_rules
-        found = self._keyword_hits(keyword_rules, _encode(text)) if keyword_rules else 0
+        found = self._keyword_hits(keyword_rules, scan_bytes()) if keyword_rules else 0
         remaining &= ~keyword_rules | found
         vector = None
         while remaining:
@@ -312,7 +329,7 @@ class Router:
             remaining ^= bit
             if bit & self.semantic.mask:
                 if vector is None:
-                    vector = self.semantic.embed(text)
+                    vector = self.semantic.embed(user_text())
                 if not self.semantic.holds(bit.bit_length() - 1, vector):
                     continue
             return self._decisions[bit.bit_length() - 1]
