@@ -74,7 +74,9 @@ def run_gui(args) -> int:
             return 1
 
     from laya_desktop.gui.main_window import MainWindow
-    window = MainWindow(str(config_path), host, port, api_key)
+    # A launch shows the window first and fills it on the first turn of the event loop; a
+    # screenshot run keeps the one-step build its director expects.
+    window = MainWindow(str(config_path), host, port, api_key, panels_later=not screenshot_dir)
     if instance is not None:
         instance.raise_requested.connect(lambda: _raise(window))
     director = None

@@ -1,7 +1,7 @@
 """The main window: six panels in tabs, the menus and the status bar. Wiring only."""
 from __future__ import annotations
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import QTimer, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 
@@ -10,12 +10,6 @@ from laya_desktop.gui.about_dialog import AboutDialog, app_icon
 
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.engine_controller import UP, EngineController
-from laya_desktop.gui.panels.chat_panel import ChatPanel
-from laya_desktop.gui.panels.loadtest_panel import LoadTestPanel
-from laya_desktop.gui.panels.models_panel import ModelsPanel
-from laya_desktop.gui.panels.monitor_panel import MonitorPanel
-from laya_desktop.gui.panels.requests_panel import RequestsPanel
-from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.poller import EnginePoller
 from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.workers import WorkerPool
@@ -25,16 +19,49 @@ WORKER_WAIT_MS = 3000   # every worker is woken first, so this bound is only rea
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, config_path: str, host: str, port: int, api_key: str | None = None) -> None:
+    def __init__(self, config_path: str, host: str, port: int, api_key: str | None = None,
+                 *, panels_later: bool = False) -> None:
+        """panels_later: build the panels on the event loop's first turn, after the window is
+        on screen; their modules (pyqtgraph, numpy, the editors) are then imported there too,
+        so a launch shows the window in about half the time."""
         super().__init__()
         self.setWindowTitle(self.tr("Laya Desktop — {path}").format(path=config_path))
         self.setWindowIcon(app_icon())
         self.resize(1200, 800)
         self.pool = WorkerPool(self)
+        self._api_key = api_key
         self.engine = EngineController(self.pool, config_path, host, port, api_key, self)
+        self.doc = ConfigDocument(self.pool, self.engine.client, self)
+        self.poller = EnginePoller(self.pool, self.engine.client, parent=self)
+        self.panels: dict = {}
+        self.tabs = QTabWidget()
+        self.setCentralWidget(self.tabs)
+        self._build_menu()
+        self._build_status()
+        self._closed = False
+        self._start_when_built = False
+        self.workers_ended = True
+        self.engine.state_changed.connect(self._on_engine_state)
+        self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.poller.samples.connect(self._on_samples)
+        self.poller.models.connect(self._on_models)
+        if panels_later:
+            QTimer.singleShot(0, self._build_panels)
+        else:
+            self._build_panels()
+
+    def _build_panels(self) -> None:
+        from laya_desktop.gui.panels.chat_panel import ChatPanel
+        from laya_desktop.gui.panels.loadtest_panel import LoadTestPanel
+        from laya_desktop.gui.panels.models_panel import ModelsPanel
+        from laya_desktop.gui.panels.monitor_panel import MonitorPanel
+        from laya_desktop.gui.panels.requests_panel import RequestsPanel
+        from laya_desktop.gui.panels.routes_panel import RoutesPanel
+
+        if self._closed:
+            return
         client = self.engine.client
-        self.doc = ConfigDocument(self.pool, client, self)
-        self.poller = EnginePoller(self.pool, client, parent=self)
         self.panels = {
             "models": ModelsPanel(self.pool, self.doc),
             "routes": RoutesPanel(self.pool, self.doc),
@@ -42,34 +69,25 @@ class MainWindow(QMainWindow):
             "requests": RequestsPanel(self.pool, client),
             "chat": ChatPanel(self.pool, client),
         }
-        self.panels["loadtest"] = LoadTestPanel(self.pool, self.engine.address, api_key,
+        self.panels["loadtest"] = LoadTestPanel(self.pool, self.engine.address, self._api_key,
                                                 monitor=self.panels["monitor"])
-        self.tabs = QTabWidget()
         titles = (self.tr("Models"), self.tr("Routes"), self.tr("Monitor"), self.tr("Requests"),
                   self.tr("Chat"), self.tr("Load test"))
         for key, title in zip(PANELS, titles):
             self.tabs.addTab(self.panels[key], title)
-        self.setCentralWidget(self.tabs)
-        self._build_menu()
-        self._build_status()
-        self._closed = False
-        self.workers_ended = True
 
-        self.engine.state_changed.connect(self._on_engine_state)
-        self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.doc.applied_changed.connect(
             lambda cfg: self.panels["chat"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
         self.doc.applied_changed.connect(
             lambda cfg: self.panels["loadtest"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
-        self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.poller.samples.connect(self.panels["monitor"].add_samples)
-        self.poller.samples.connect(self._on_samples)
         self.poller.events.connect(self.panels["monitor"].add_events)
         self.poller.failed.connect(self.panels["monitor"].show_problem)
         self.poller.config.connect(self.panels["monitor"].set_config)
         self.poller.restarted.connect(self.panels["monitor"].reset)
         self.poller.models.connect(self.panels["models"].set_live)
-        self.poller.models.connect(self._on_models)
+        if self._start_when_built:
+            self.engine.start()
 
     def panel(self, key: str):
         return self.panels[key]
@@ -133,6 +151,8 @@ class MainWindow(QMainWindow):
     def _on_engine_state(self, state: str) -> None:
         self.status_state.setText(self._state_text(state))
         self.status_state.setStyleSheet("color: #1f7a1f" if state == UP else "color: #b00020")
+        if not self.panels:   # panels_later: nothing to tell yet (the engine starts after them)
+            return
         if state == UP:
             self.doc.refresh()
             self.poller.start()
@@ -157,6 +177,11 @@ class MainWindow(QMainWindow):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
+        """Start (or attach to) the engine; with panels_later, once the panels exist, so that
+        everything that reacts to the engine coming up is there to see it."""
+        if not self.panels:
+            self._start_when_built = True
+            return
         self.engine.start()
 
     def shutdown(self, grace_s: float = 10.0) -> bool:
@@ -166,9 +191,10 @@ class MainWindow(QMainWindow):
             return self.workers_ended
         self._closed = True
         self.poller.stop()
-        self.panels["monitor"].stop()
-        self.panels["requests"].stop()
-        self.panels["chat"].shutdown()
+        if self.panels:
+            self.panels["monitor"].stop()
+            self.panels["requests"].stop()
+            self.panels["chat"].shutdown()
         self.engine.abort_pending()
         self.workers_ended = self.pool.shutdown(timeout_ms=WORKER_WAIT_MS)
         self.engine.shutdown(grace_s=grace_s)
