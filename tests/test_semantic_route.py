@@ -294,3 +294,29 @@ def test_margin_suggestions_score_each_side_leave_one_out():
     assert negative_margins(negatives, examples) == pytest.approx([-0.8, -0.44])
     assert suggest(leave_one_out_margins(examples, negatives), negative_margins(negatives, examples),
                    "precision", 1.0).threshold == pytest.approx(0.0)  # clamped: margins are >= 0
+
+
+def test_probe_suggests_a_margin_over_the_negatives():
+    from laya_desktop.config.validate import validate_semantic
+    from laya_desktop.routing.semantic import shared_embeddings
+    from laya_desktop.routing.semantic_probe import probe
+
+    bugs = ["fix the bug in my python code", "fix the bug in my javascript code",
+            "please fix this bug in my rust code"]
+    match, problems = validate_semantic({"examples": bugs, "negatives": [
+        "write a poem about the ocean", "what should I cook tonight?", "tell me a joke"]})
+    assert problems == []
+    answer = probe(match, ["fix my python code"], [], shared_embeddings(), precision=1.0)
+    margins = answer["margin_suggestions"]
+    assert set(margins) == {"leave_one_out", "best_f1", "precision"}
+    for suggestion in margins.values():
+        assert 0.0 <= suggestion["threshold"] <= 1.0
+    # the three are closer to each other than to the negatives by 0.23 or more
+    assert margins["leave_one_out"]["recall"] == 1.0 and margins["leave_one_out"]["threshold"] > 0.2
+    assert margins["precision"]["precision"] == 1.0  # no negative passes it
+    # examples no closer to each other than to the negatives: no margin lets them through
+    spread, _ = validate_semantic({"examples": CODE_EXAMPLES, "negatives": match.negatives})
+    loo = probe(spread, [], [], shared_embeddings())["margin_suggestions"]["leave_one_out"]
+    assert loo["threshold"] == 0.0 and loo["recall"] == 0.0
+    one_negative, _ = validate_semantic({"examples": CODE_EXAMPLES, "negatives": ["a poem"]})
+    assert set(probe(one_negative, [], [], shared_embeddings())["margin_suggestions"].values()) == {None}

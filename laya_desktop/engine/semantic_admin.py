@@ -2,8 +2,9 @@
 
 Body: {"semantic": {examples, negatives, threshold}, "prompts": [text, ...], "recent": N,
 "precision": P}. Answers each prompt's score and nearest example, the score lists the Routes
-panel draws as histograms (examples leave-one-out, negatives, the last N logged requests) and a
-threshold suggestion per mode. The model runs off the event loop, in the engine's one encoder.
+panel draws as histograms (examples leave-one-out, negatives, the last N logged requests), a
+threshold suggestion per mode and, with two negatives or more, a `margin` suggestion per mode.
+The model runs off the event loop, in the engine's one encoder.
 """
 from __future__ import annotations
 

@@ -5,8 +5,23 @@ from __future__ import annotations
 
 from laya_desktop.config.schema import SemanticMatch
 from laya_desktop.routing.semantic import SemanticRule, TextEmbeddings, semantic_text
-from laya_desktop.routing.semantic_threshold import (MODES, leave_one_out_scores, nearest_scores,
-                                                      suggest)
+from laya_desktop.routing.semantic_threshold import (MODES, Suggestion, leave_one_out_margins,
+                                                      leave_one_out_scores, measure,
+                                                      negative_margins, nearest_scores, suggest)
+
+
+def _as_json(s: Suggestion | None) -> dict | None:
+    return None if s is None else {"threshold": s.threshold, "precision": s.precision,
+                                   "recall": s.recall, "f1": s.f1}
+
+
+def _margin_suggestion(margins: tuple[list[float], list[float]], mode: str, precision: float) -> dict | None:
+    """The `margin` over the negatives' score, chosen like a threshold (its "threshold" is the
+    margin), never below 0: a margin of 0 already keeps out what the negatives outscore."""
+    if not all(margins):
+        return None
+    s = suggest(*margins, mode, precision)
+    return _as_json(s if s.threshold >= 0 else measure(0.0, *margins))
 
 
 def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], embed: TextEmbeddings,
@@ -15,16 +30,20 @@ def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], emb
     examples = embed.many(rule.examples)
     k = match.top_k
     positives = leave_one_out_scores(examples, k)
-    negatives = nearest_scores(embed.many(rule.negatives), examples, k)
+    negative_vectors = embed.many(rule.negatives)
+    negatives = nearest_scores(negative_vectors, examples, k)
+    margins = (leave_one_out_margins(examples, negative_vectors, k),
+               negative_margins(negative_vectors, examples, k))
     recent = nearest_scores(embed.many([semantic_text(t.lower()) for t in recent_texts]), examples, k)
     suggestions = {}
     for mode in MODES:
         s = suggest(positives, negatives, mode, precision)
         suggestions[mode] = None if s is None else {
-            "threshold": s.threshold, "precision": s.precision, "recall": s.recall, "f1": s.f1,
+            **_as_json(s),
             "recent_share": (sum(r >= s.threshold for r in recent) / len(recent)) if recent else None}
+    margin_suggestions = {mode: _margin_suggestion(margins, mode, precision) for mode in MODES}
     return {
         "prompts": [{"text": p, **rule.score(embed(semantic_text(p.lower()))).as_json()} for p in prompts],
         "scores": {"examples_leave_one_out": positives, "negatives": negatives, "recent": recent},
-        "suggestions": suggestions, "precision": precision,
+        "suggestions": suggestions, "margin_suggestions": margin_suggestions, "precision": precision,
     }
