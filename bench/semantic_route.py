@@ -70,9 +70,11 @@ class Variant:
     routes_file: bool  # examples and negatives from --routes, besides the train split
     mode: str  # semantic_threshold mode the thresholds are fitted with
     margin: bool = False  # a margin over the negatives fitted for --precision, besides
+    train_split: bool = True  # the train split's prompts are examples and negatives too
 
 
 VARIANTS = (Variant("train split, best F1", False, "best_f1"),
+            Variant("routes file, margin", True, "leave_one_out", margin=True, train_split=False),
             Variant("routes file + train split, best F1", True, "best_f1"),
             Variant("routes file + train split, precision", True, "precision"),
             Variant("routes file + train split, margin", True, "leave_one_out", margin=True))
@@ -89,8 +91,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def examples_for(variant: Variant, train: list[dict], routes: list[str],
                  written: dict) -> tuple[dict[str, list[str]], list[str]]:
-    examples = {r: [last_user_text(x) for x in train if x["route"] == r] for r in routes}
-    negatives = [last_user_text(x) for x in train if x["route"] == "none"]
+    used = train if variant.train_split else []
+    examples = {r: [last_user_text(x) for x in used if x["route"] == r] for r in routes}
+    negatives = [last_user_text(x) for x in used if x["route"] == "none"]
     if variant.routes_file:
         examples = {r: written["routes"][r] + examples[r] for r in routes}
         negatives = written["negatives"] + negatives
