@@ -68,3 +68,18 @@ def test_encoder_choice(monkeypatch):
     monkeypatch.setenv(ENCODER_ENV, "onnx")
     with pytest.raises(ValueError, match="valid are llama, numpy"):
         make_encoder()
+
+
+def test_no_gguf_falls_back_to_numpy(monkeypatch, tmp_path, caplog):
+    import dataclasses
+
+    from laya_desktop.routing import minilm_files
+
+    files = model_files()
+    missing = dataclasses.replace(files, gguf=tmp_path / "not-written.gguf")  # e.g. a full disk
+    monkeypatch.setattr(minilm_files, "model_files", lambda: missing)
+    monkeypatch.delenv(ENCODER_ENV, raising=False)
+    encoder = make_encoder()
+    assert isinstance(encoder, MiniLM)
+    assert "llama.cpp encoder unavailable" in caplog.text
+    assert float(encoder.encode("hi") @ encoder.encode("hi")) == pytest.approx(1.0, abs=1e-5)

