@@ -7,6 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine_harness import running_engine
+from laya_desktop.telemetry.model_sample import ModelSample
 
 GIB = 1 << 30
 
@@ -81,6 +82,16 @@ def test_metrics_and_request_log_after_real_requests(tiny_gguf, tmp_path):
         assert 0 < ttft_sum <= duration_sum
         assert moved(before, after, "laya_events_total", kind="model_loaded") == 1
         assert after[("laya_model_loaded", (("model", "tiny"),))] == 1
+        # the sample's record on the wire, as the GUI and the guard read it, and the admin row
+        entry = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny"]
+        assert set(entry) == {"state", "pid", "rss", "private", "shared", "vram", "kv_used_tokens",
+                              "kv_capacity_tokens", "kv_bytes", "kv_capacity_bytes", "active",
+                              "queued", "tokens_per_s"}
+        record = ModelSample.from_json(entry)
+        assert record.loaded and record.rss > 0 and record.kv_capacity_tokens > 0
+        assert after[("laya_model_rss_bytes", (("model", "tiny"),))] > 0
+        row = next(m for m in c.get("/admin/models").json()["models"] if m["name"] == "tiny")
+        assert row["pid"] == record.pid and row["private"] > 0
 
         log = c.get("/admin/requests").json()["requests"]
         by_rule = {e["rule"]: e for e in log}

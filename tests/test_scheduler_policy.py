@@ -20,6 +20,7 @@ from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.memory_policy import GIB
 from laya_desktop.engine.model_manager import LoadRefused, ModelManager, ServedState
 from laya_desktop.engine.runner_handle import RunnerError, RunnerState
+from laya_desktop.telemetry.model_sample import ModelSample, ModelState
 
 RAM_TOTAL = 16 * GIB
 BASE_USED = 4 * GIB        # the rest of the machine
@@ -108,7 +109,8 @@ class FakeEffects:
 
     def sample(self) -> dict:
         used = BASE_USED + self.extra_used + sum(self.resident.values())
-        models = {s.name: {"pid": s.handle.pid, "private": self.resident.get(s.name), "shared": 0}
+        models = {s.name: ModelSample(ModelState(s.state), pid=s.handle.pid,
+                                      private=self.resident.get(s.name), shared=0).to_json()
                   for s in self.manager.all() if s.handle is not None}
         return {"ram_total": RAM_TOTAL, "ram_used": used, "ram_available": RAM_TOTAL - used,
                 "gpus": [], "models": models}

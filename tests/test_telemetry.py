@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from laya_desktop.telemetry import system_sampler
 from laya_desktop.telemetry.events import EVENT_KINDS, REQUEST_FIELDS, EventLog, RequestLog
 from laya_desktop.telemetry.gpu import GpuSampler
+from laya_desktop.telemetry.model_sample import ModelSample, ModelState
 from laya_desktop.telemetry.prometheus import EngineMetrics
 from laya_desktop.telemetry.ring import DEFAULT_CAPACITY, SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
@@ -214,10 +215,12 @@ def test_process_memory_of_self():
 SAMPLE = {"ram_total": 16 << 30, "ram_used": 6 << 30, "ram_available": 9 << 30, "swap_total": 0,
           "swap_used": 1 << 20, "swap_in_bps": 0.0, "swap_out_bps": 12.5, "cpu_pct": 37.5,
           "gpus": [{"index": 0, "name": "H200", "used": 5 << 30, "total": 140 << 30, "processes": {}}]}
-MODELS = {
-    "gemma-270m": {"loaded": True, "rss": 490 << 20, "kv_used_tokens": 120, "kv_capacity_tokens": 16384,
-                   "kv_bytes": 120 * 18432, "requests_active": 2, "requests_queued": 1, "tokens_per_s": 55.5},
-    'we"ird\\name\n': {"state": "stopped"},
+MODELS = {  # what the engine's live_models() gives: the sampled records, state and counts as now
+    "gemma-270m": ModelSample.from_json(
+        {"state": "busy", "pid": 4242, "rss": 490 << 20, "private": 400 << 20, "shared": 90 << 20,
+         "vram": None, "kv_used_tokens": 120, "kv_capacity_tokens": 16384, "kv_bytes": 120 * 18432,
+         "kv_capacity_bytes": 16384 * 18432, "active": 2, "queued": 1, "tokens_per_s": 55.5}),
+    'we"ird\\name\n': ModelSample(ModelState.UNLOADED),
 }
 REQUESTS = [
     *[{"api": "chat", "rule": "code", "model": "gemma-270m", "status": 200, "prompt_tokens": 10,
@@ -292,8 +295,11 @@ def test_metrics_parse_and_carry_values():
 def test_metrics_before_the_first_sample():
     """Nothing known is nothing reported: no gauge sample, and counters without a single series."""
     assert [f.name for f in _families(_metrics(None, {})).values() if f.samples] == []
-    fams = _families(_metrics(None, {"m": {"loaded": False}}, events=[{"kind": "config_applied"}]))
-    assert {name for name, f in fams.items() if f.samples} == {"laya_model_loaded", "laya_events"}
+    fams = _families(_metrics(None, {"m": ModelSample(ModelState.UNLOADED)},
+                              events=[{"kind": "config_applied"}]))
+    assert {name for name, f in fams.items() if f.samples} == {
+        "laya_model_loaded", "laya_model_requests_active", "laya_model_requests_queued",
+        "laya_events"}  # a model's request counts are known (0) before any sample
 
 
 def test_each_engine_has_its_own_registry():
@@ -301,3 +307,30 @@ def test_each_engine_has_its_own_registry():
     first.observe_request(REQUESTS[0])
     assert "laya_requests_total{" in first.render().decode()
     assert "laya_requests_total{" not in second.render().decode()
+
+
+# -- the per-model record ----------------------------------------------------------------------------
+
+WIRE_KEYS = {"state", "pid", "rss", "private", "shared", "vram", "kv_used_tokens",
+             "kv_capacity_tokens", "kv_bytes", "kv_capacity_bytes", "active", "queued",
+             "tokens_per_s"}
+
+
+def test_model_sample_round_trips_the_wire_shape():
+    record = MODELS["gemma-270m"]
+    wire = record.to_json()
+    assert set(wire) == WIRE_KEYS and wire["state"] == "busy" and type(wire["state"]) is str
+    assert json.loads(json.dumps(wire)) == wire and ModelSample.from_json(wire) == record
+    assert record.loaded and record.memory_bytes == 490 << 20
+    mlx = ModelSample(ModelState.READY, mlx_peak_memory=7 << 20).to_json()
+    assert set(mlx) == WIRE_KEYS | {"mlx_peak_memory"}  # MLX figures only when reported
+    with pytest.raises(ValueError):
+        ModelSample.from_json({**wire, "state": "stopped"})  # no made-up states
+
+
+def test_model_states_are_the_engines():
+    from laya_desktop.engine.runner_handle import RunnerState
+    from laya_desktop.engine.served_model import ServedState
+    assert [s.value for s in ServedState] == [s.value for s in ModelState]
+    assert {s.value for s in RunnerState} <= {s.value for s in ModelState}
+    assert [s for s in ModelState if s.loaded] == [ModelState.READY, ModelState.BUSY]

@@ -11,8 +11,7 @@ from laya_desktop.config.store import CONFIG_NAME, user_config_dir
 from laya_desktop.control.admin_client import (
     AdminClient, EngineRefused, EngineUnreachable, normalize_url,
 )
-
-LOADED_STATES = ("loading", "ready", "busy", "stopping")
+from laya_desktop.telemetry.model_sample import ModelState
 
 
 def engine_target(args) -> tuple[str, str | None]:
@@ -41,7 +40,8 @@ def run_ps(args) -> int:
             rows = client.models()
     except (EngineUnreachable, EngineRefused) as exc:
         return _fail("ps", exc, args, url)
-    shown = rows if getattr(args, "all", False) else [r for r in rows if r.get("state") in LOADED_STATES]
+    shown = rows if getattr(args, "all", False) else [
+        r for r in rows if ModelState(r["state"]).holds_memory]
     if args.json:
         print(json.dumps({"url": url, "models": shown}))
     elif shown:

@@ -104,7 +104,9 @@ async def list_models(request: Request) -> Response:
     telemetry = getattr(engine, "telemetry", None)
     if telemetry is not None:
         for entry in models:
-            entry.update(telemetry.model_memory(entry["name"]))
+            sampled = telemetry.latest_models.get(entry["name"])
+            if sampled is not None:
+                entry.update(sampled.memory_json())
     return JSONResponse({"models": models})
 
 

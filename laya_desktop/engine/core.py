@@ -151,12 +151,5 @@ class Engine:
         self.metrics.observe_request(self.requests.record(**fields))
 
     def _live_figures(self) -> tuple[dict | None, dict]:
-        """What /metrics' gauges read: the latest sample's figures, with each model's state and
-        request counts as they are now (a sample may be up to a sampling period old)."""
-        latest = self.telemetry.samples.latest()
-        sampled = (latest or {}).get("models", {})
-        models = {served.name: {**(sampled.get(served.name) or {}), "state": served.state,
-                                "loaded": served.handle is not None and served.handle.is_ready,
-                                "active": served.active, "queued": served.queue.queued}
-                  for served in self.models.models.values()}
-        return latest, models
+        """What /metrics' gauges read: the latest sample and each model's record as it is now."""
+        return self.telemetry.samples.latest(), self.telemetry.live_models()

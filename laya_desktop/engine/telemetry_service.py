@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import Callable
 
+from laya_desktop.telemetry.model_sample import MLX_FIGURES, ModelSample, ModelState
 from laya_desktop.telemetry.ring import SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
 
@@ -26,11 +28,38 @@ class TelemetryService:
         self.on_sample = on_sample    # the memory guard's emergency release
         self.samples = SeqRing(capacity)
         self.sampler = SystemSampler()
-        self._memory: dict[str, dict] = {}
+        self.latest_models: dict[str, ModelSample] = {}  # by name, from the latest sample
 
-    def model_memory(self, name: str) -> dict:
-        """The latest RSS / private / VRAM figures of a model's runner, for /admin/models."""
-        return self._memory.get(name, {})
+    def live_models(self) -> dict[str, ModelSample]:
+        """The latest sample's records, each with the model's state and request counts as they
+        are now (a sample may be up to a sampling period old): what /metrics' gauges read."""
+        live = {}
+        for served in self.models.all():
+            state = ModelState(served.state)
+            sampled = self.latest_models.get(served.name) or ModelSample(state)
+            live[served.name] = replace(sampled, state=state, active=served.active,
+                                        queued=served.queue.queued)
+        return live
+
+    @staticmethod
+    def _model_sample(served, gpu_by_pid: dict[int, int]) -> ModelSample:
+        handle = served.handle
+        pid = handle.pid
+        mem = (process_memory(pid) if pid else None) or {}
+        stats = handle.live_stats
+        kv_used = stats.get("kv_used_tokens")
+        per_token = stats.get("kv_bytes_per_token") or handle.info.get("kv_bytes_per_token")
+        capacity = stats.get("kv_capacity_tokens") or handle.info.get("kv_capacity_tokens")
+        return ModelSample(
+            state=ModelState(served.state), pid=pid,
+            rss=mem.get("rss"), private=mem.get("private"), shared=mem.get("shared"),
+            vram=gpu_by_pid.get(pid) if pid else None,
+            kv_used_tokens=kv_used, kv_capacity_tokens=capacity,
+            kv_bytes=int(kv_used * per_token) if kv_used is not None and per_token else None,
+            kv_capacity_bytes=int(capacity * per_token) if capacity and per_token else None,
+            active=served.active, queued=served.queue.queued,
+            tokens_per_s=stats.get("tokens_per_s"),
+            **{key: stats[key] for key in MLX_FIGURES if key in stats})
 
     def sample_once(self) -> dict:
         sample = self.sampler.sample()
@@ -38,41 +67,12 @@ class TelemetryService:
         for gpu in sample["gpus"]:
             for pid, used in (gpu.get("processes") or {}).items():
                 gpu_by_pid[int(pid)] = gpu_by_pid.get(int(pid), 0) + int(used)
-        models: dict[str, dict] = {}
-        memory: dict[str, dict] = {}
+        models: dict[str, ModelSample] = {}
         for served in self.models.all():
-            if served.handle is None:
-                continue
-            handle = served.handle
-            pid = handle.pid
-            mem = process_memory(pid) if pid else None
-            stats = handle.live_stats
-            kv_used = stats.get("kv_used_tokens")
-            per_token = stats.get("kv_bytes_per_token") or handle.info.get("kv_bytes_per_token")
-            capacity = stats.get("kv_capacity_tokens") or handle.info.get("kv_capacity_tokens")
-            entry = {
-                "state": served.state,
-                "pid": pid,
-                "rss": mem["rss"] if mem else None,
-                "private": mem["private"] if mem else None,
-                "shared": mem["shared"] if mem else None,
-                "vram": gpu_by_pid.get(pid) if pid else None,
-                "kv_used_tokens": kv_used,
-                "kv_capacity_tokens": capacity,
-                "kv_bytes": int(kv_used * per_token) if kv_used is not None and per_token else None,
-                "kv_capacity_bytes": int(capacity * per_token) if capacity and per_token else None,
-                "active": served.active,
-                "queued": served.queue.queued,
-                "tokens_per_s": stats.get("tokens_per_s"),
-            }
-            for extra in ("mlx_active_memory", "mlx_peak_memory", "mlx_cache_memory"):
-                if extra in stats:
-                    entry[extra] = stats[extra]
-            models[served.name] = entry
-            memory[served.name] = {k: entry[k] for k in ("rss", "private", "shared", "vram",
-                                                          "kv_bytes")}
-        self._memory = memory
-        sample["models"] = models
+            if served.handle is not None:
+                models[served.name] = self._model_sample(served, gpu_by_pid)
+        self.latest_models = models
+        sample["models"] = {name: model.to_json() for name, model in models.items()}
         self.samples.append(sample)
         return sample
 

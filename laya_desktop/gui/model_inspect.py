@@ -2,27 +2,14 @@
 
 Qt-free but for QCoreApplication.translate (which needs no application object).
 
-`inspect_*` run in workers and return plain dicts; `describe_*` turn them into the dialog's text.
+`inspect_*` run in workers and return the readers' records as dicts (GgufInfo and
+MemoryEstimate, MlxFolderInfo); `describe_*` turn them into the dialog's text.
 """
 from __future__ import annotations
-
-import dataclasses
 
 from PySide6.QtCore import QCoreApplication
 
 from laya_desktop.gui.units import fmt_bytes, fmt_count
-
-
-def _plain(obj) -> dict:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
-    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
 
 
 def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tuple[dict, dict]:
@@ -31,7 +18,7 @@ def inspect_gguf(path: str, n_ctx: int, parallel: int, kv_cache_type: str) -> tu
     from laya_desktop.runners.gguf_info import read_gguf_info
 
     info = read_gguf_info(str(resolve_model_path(path)))  # builtin:NAME may assemble its file
-    return _plain(info), _plain(estimate_memory(info, n_ctx, parallel, kv_cache_type))
+    return info.to_dict(), estimate_memory(info, n_ctx, parallel, kv_cache_type).to_dict()
 
 
 def inspect_mlx(path: str, n_ctx: int, parallel: int) -> tuple[dict, dict]:
@@ -67,17 +54,15 @@ def estimate_mlx(folder: str, weights_bytes: int, n_ctx: int, parallel: int) -> 
 
 
 def describe_gguf(info: dict, estimate: dict) -> str:
-    def pick(*keys):
-        return next((info[k] for k in keys if info.get(k) not in (None, "")), "?")
     lines = [
         QCoreApplication.translate("ModelInspect", "Architecture: {value}").format(
-            value=pick("architecture", "arch")),
+            value=info["architecture"] or "?"),
         QCoreApplication.translate("ModelInspect", "Parameters: {value}").format(
-            value=fmt_count(pick("parameters", "n_params", "parameter_count", "params"))),
+            value=fmt_count(info["parameters"])),
         QCoreApplication.translate("ModelInspect", "Quantization: {value}").format(
-            value=pick("quantization", "file_type", "quant")),
+            value=info["quantization"] or "?"),
         QCoreApplication.translate("ModelInspect", "Context length: {value}").format(
-            value=pick("context_length", "n_ctx_train")),
+            value=info["context_length"] or "?"),
     ]
     return "\n".join(lines + estimate_lines(estimate))
 

@@ -69,18 +69,18 @@ class EnginePoller(QObject):
             self._want_config = True    # try again on the next tick
         if errors:
             self.failed.emit("; ".join(errors))
-        top = telemetry.get("seq") if isinstance(telemetry, dict) else None
+        top = telemetry.get("seq")
         if isinstance(top, int) and top < self.telemetry_seq:
             # A restarted engine: what we hold belongs to the old one; read the new one from 0.
             self.telemetry_seq = self.event_seq = 0
             self._want_config = True
             self.restarted.emit()
             return
-        samples = _items(telemetry, "samples")
+        samples = telemetry.get("samples") or []
         if samples:
             self.telemetry_seq = max(self.telemetry_seq, max(int(s.get("seq", 0)) for s in samples))
             self.samples.emit(samples)
-        evs = _items(events, "events")
+        evs = events.get("events") or []
         if evs:
             self.event_seq = max(self.event_seq, max(int(e.get("seq", 0)) for e in evs))
             self.events.emit(evs)
@@ -97,15 +97,3 @@ class EnginePoller(QObject):
     def _on_finished(self) -> None:
         self._busy = False
 
-
-def _items(payload, preferred: str) -> list[dict]:
-    """The list inside a `?since=` answer: {"seq": N, "<preferred>"|"items": [...]} or a bare list."""
-    if isinstance(payload, list):
-        return payload
-    if not isinstance(payload, dict):
-        return []
-    for key in (preferred, "items", "data"):
-        value = payload.get(key)
-        if isinstance(value, list):
-            return value
-    return []

@@ -18,9 +18,10 @@ from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_cr
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from laya_desktop.telemetry.model_sample import ModelSample
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-_LOADED_STATES = ("ready", "busy", "loaded")
 # Local TTFT spans a cached 10 ms to a cold load of a minute; a whole request up to a long answer.
 TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 DURATION_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -29,23 +30,8 @@ DURATION_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0
 # to admit another model is a plain `model_unloaded` event carrying guard_action="evict".
 GUARD_EVENT_ACTIONS = {"emergency_unload": "emergency_unload", "load_refused": "refuse_load"}
 
-# () -> (latest telemetry sample or None, {model name: live figures}); see LiveCollector.
-LiveInputs = Callable[[], "tuple[dict | None, dict]"]
-
-
-def _get(d: dict, *keys):
-    for k in keys:
-        if d.get(k) is not None:
-            return d[k]
-    return None
-
-
-def _loaded(info: dict):
-    if info.get("loaded") is not None:
-        return bool(info["loaded"])
-    if info.get("state") is not None:
-        return info["state"] in _LOADED_STATES
-    return None
+# () -> (latest telemetry sample or None, {model name: its record as it is now}); see LiveCollector.
+LiveInputs = Callable[[], "tuple[dict | None, dict[str, ModelSample]]"]
 
 
 def _cpu_ratio(sample: dict):
@@ -64,36 +50,29 @@ _SYSTEM = (  # (name, help, pick from the sample)
     ("laya_cpu_usage_ratio", "System CPU use, 0 to 1.", _cpu_ratio),
 )
 
-_PER_MODEL = (  # (name, help, pick from the model's figures)
-    ("laya_model_loaded", "1 when the model's runner is loaded.", _loaded),
-    ("laya_model_rss_bytes", "Resident memory of the model's runner process.",
-     lambda m: _get(m, "rss", "rss_bytes")),
-    ("laya_model_kv_used_tokens", "KV cache cells in use.", lambda m: m.get("kv_used_tokens")),
+_PER_MODEL = (  # (name, help, pick from the model's record)
+    ("laya_model_loaded", "1 when the model's runner is loaded.", lambda m: m.loaded),
+    ("laya_model_rss_bytes", "Resident memory of the model's runner process.", lambda m: m.rss),
+    ("laya_model_kv_used_tokens", "KV cache cells in use.", lambda m: m.kv_used_tokens),
     ("laya_model_kv_capacity_tokens", "KV cache capacity (n_ctx x parallel).",
-     lambda m: m.get("kv_capacity_tokens")),
-    ("laya_model_kv_bytes", "KV cache bytes in use.", lambda m: m.get("kv_bytes")),
-    ("laya_model_requests_active", "Requests being generated.",
-     lambda m: _get(m, "requests_active", "active")),
-    ("laya_model_requests_queued", "Requests waiting for a slot.",
-     lambda m: _get(m, "requests_queued", "queued")),
+     lambda m: m.kv_capacity_tokens),
+    ("laya_model_kv_bytes", "KV cache bytes in use.", lambda m: m.kv_bytes),
+    ("laya_model_requests_active", "Requests being generated.", lambda m: m.active),
+    ("laya_model_requests_queued", "Requests waiting for a slot.", lambda m: m.queued),
     ("laya_model_tokens_per_second", "Generated tokens per second, recent.",
-     lambda m: _get(m, "tokens_per_s", "tokens_per_second")),
+     lambda m: m.tokens_per_s),
 )
 
 
 def _value(value) -> float | None:
-    if value is None or isinstance(value, str):
-        return None
-    return float(value)
+    return None if value is None else float(value)
 
 
 class LiveCollector(Collector):
     """Gauges read at scrape time from `inputs()`: system memory, CPU, GPUs and each model.
 
-    `inputs` takes the sample SystemSampler produced (ram_*, swap_*, cpu_pct, gpus) and, per model,
-    "loaded", "rss", "kv_used_tokens", "kv_capacity_tokens", "kv_bytes", "requests_active",
-    "requests_queued", "tokens_per_s"; the aliases "rss_bytes", "active", "queued",
-    "tokens_per_second" and "state" ("ready"/"busy" count as loaded) are accepted too.
+    `inputs` gives the sample SystemSampler produced (ram_*, swap_*, cpu_pct, gpus) and each
+    model's ModelSample.
     """
 
     def __init__(self, inputs: LiveInputs):
@@ -121,8 +100,8 @@ class LiveCollector(Collector):
                 yield family
         for name, help_text, pick in _PER_MODEL:
             family = GaugeMetricFamily(name, help_text, labels=["model"])
-            for model, info in sorted(models.items()):
-                value = _value(pick(info or {}))
+            for model, record in sorted(models.items()):
+                value = _value(pick(record))
                 if value is not None:
                     family.add_metric([model], value)
             if family.samples:

@@ -28,6 +28,7 @@ from laya_desktop.gui.monitor.series import (
 from laya_desktop.gui.registry_model import state_text
 from laya_desktop.gui.ring_buffer import GIB, SampleRing
 from laya_desktop.gui.units import fmt_bytes
+from laya_desktop.telemetry.model_sample import ModelSample
 
 MODEL_COLUMNS = (QT_TRANSLATE_NOOP("MonitorPanel", "Model"), QT_TRANSLATE_NOOP("MonitorPanel", "State"),
                  "RSS", QT_TRANSLATE_NOOP("MonitorPanel", "private"),
@@ -477,13 +478,14 @@ class MonitorPanel(QWidget):
             self.summary.setText(text)
         models = s.get("models") or {}
         self.table.setRowCount(len(models))
-        for row, (name, m) in enumerate(sorted(models.items())):
-            cap = m.get("kv_capacity_tokens")
-            values = (name, state_text(m.get("state", "")), fmt_bytes(m.get("rss")),
-                      fmt_bytes(m.get("private")), fmt_bytes(m.get("shared")), fmt_bytes(m.get("vram")),
-                      f"{m.get('kv_used_tokens') or 0} / {cap}" if cap else "—",
-                      fmt_bytes(m.get("kv_bytes")), str(m.get("active", 0)), str(m.get("queued", 0)),
-                      f"{float(m.get('tokens_per_s') or 0):.1f}")
+        for row, (name, entry) in enumerate(sorted(models.items())):
+            m = ModelSample.from_json(entry)
+            cap = m.kv_capacity_tokens
+            values = (name, state_text(m.state), fmt_bytes(m.rss),
+                      fmt_bytes(m.private), fmt_bytes(m.shared), fmt_bytes(m.vram),
+                      f"{m.kv_used_tokens or 0} / {cap}" if cap else "—",
+                      fmt_bytes(m.kv_bytes), str(m.active), str(m.queued),
+                      f"{m.tokens_per_s or 0:.1f}")
             for col, value in enumerate(values):
                 item = self.table.item(row, col)
                 if item is None:
