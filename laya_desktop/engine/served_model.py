@@ -7,27 +7,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from laya_desktop.config.schema import ModelConfig
 from laya_desktop.engine.model_queue import ModelQueue
-from laya_desktop.engine.runner_handle import RunnerHandle, RunnerState
+from laya_desktop.engine.runner_handle import RunnerHandle
+from laya_desktop.telemetry.model_sample import ModelState
 
 
 class LoadRefused(Exception):
     """Admission control said no: the model would not fit in memory."""
 
 
-class ServedState(StrEnum):
-    """A served model's state on the wire: its runner's, plus "busy" (ready, requests in flight)
-    and "remote" (no runner)."""
-    UNLOADED = RunnerState.UNLOADED.value
-    LOADING = RunnerState.LOADING.value
-    READY = RunnerState.READY.value
-    BUSY = "busy"
-    STOPPING = RunnerState.STOPPING.value
-    ERROR = RunnerState.ERROR.value
-    REMOTE = "remote"
+# A served model's state is the one on the wire: its runner's, plus "busy" and "remote"; the same
+# enum as the telemetry record's, which the GUI, /metrics and `laya ps` read too.
+ServedState = ModelState
 
 
 @dataclass

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from laya_desktop.telemetry.model_sample import MLX_FIGURES, ModelSample, ModelState
+from laya_desktop.telemetry.model_sample import MLX_FIGURES, ModelSample
 from laya_desktop.telemetry.ring import SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
 
@@ -35,9 +35,8 @@ class TelemetryService:
         are now (a sample may be up to a sampling period old): what /metrics' gauges read."""
         live = {}
         for served in self.models.all():
-            state = ModelState(served.state)
-            sampled = self.latest_models.get(served.name) or ModelSample(state)
-            live[served.name] = replace(sampled, state=state, active=served.active,
+            sampled = self.latest_models.get(served.name) or ModelSample(served.state)
+            live[served.name] = replace(sampled, state=served.state, active=served.active,
                                         queued=served.queue.queued)
         return live
 
@@ -51,7 +50,7 @@ class TelemetryService:
         per_token = stats.get("kv_bytes_per_token") or handle.info.get("kv_bytes_per_token")
         capacity = stats.get("kv_capacity_tokens") or handle.info.get("kv_capacity_tokens")
         return ModelSample(
-            state=ModelState(served.state), pid=pid,
+            state=served.state, pid=pid,
             rss=mem.get("rss"), private=mem.get("private"), shared=mem.get("shared"),
             vram=gpu_by_pid.get(pid) if pid else None,
             kv_used_tokens=kv_used, kv_capacity_tokens=capacity,

@@ -1,8 +1,8 @@
 """One model's live figures: the record telemetry samples, the memory guard, /metrics, the admin
 API and the GUI all read, and its JSON on the wire (`models` in GET /admin/telemetry samples).
 
-It lives here, below the engine, so that every reader can import it; the engine's own state enums
-(RunnerState, ServedState) carry the same values as ModelState.
+It lives here, below the engine, so that every reader can import it; the engine's ServedState is
+ModelState, and a runner's RunnerState holds the same values less "busy" and "remote".
 """
 from __future__ import annotations
 
