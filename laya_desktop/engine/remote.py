@@ -138,6 +138,12 @@ class RemoteStream:
             yield chunk
         self.usage = _find_usage(tail)
 
+    async def read(self) -> bytes:
+        """The whole answer (a non-streamed one), its usage noted."""
+        body = await self.response.aread()
+        self.usage = _find_usage(body[-4096:])
+        return body
+
     passthrough = True
 
     async def close(self) -> None:

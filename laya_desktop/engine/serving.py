@@ -264,7 +264,7 @@ async def serve(request: Request, api: Api) -> Response:
     routed.served_by(gen.served.name, record)
     if gen.passthrough:
         record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
-        return _relay(engine, api, gen, routed.headers, record)
+        return await _relay(engine, api, gen, routed.headers, record)
     meta = Meta(model=gen.served.name, engine=engine)
     if call.stream:
         return DisconnectAwareStreamingResponse(
@@ -388,8 +388,18 @@ async def _collect(request: Request, engine, api: Api, call: Call, gen, meta: Me
     return JSONResponse(api.collect(call, result, meta), headers=headers)
 
 
-def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Response:
-    """A remote's answer in the client's own API, passed through as it comes."""
+def _note_remote_usage(gen, record: RequestRecord) -> None:
+    usage = gen.usage or {}
+    record.fields["prompt_tokens"] = usage.get("prompt_tokens")
+    record.fields["completion_tokens"] = usage.get("completion_tokens")
+
+
+async def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Response:
+    """A remote's answer in the client's own API, passed through as it comes; a whole
+    (non-streamed) answer in one piece with its length: its body is already generated, and a
+    plain response costs the engine a task group, a generator and the chunked framing less."""
+    if not gen.stream:
+        return await _relay_whole(engine, api, gen, headers, record)
     status = gen.response.status_code
 
     async def body():
@@ -406,14 +416,45 @@ def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Respo
         finally:
             with anyio.CancelScope(shield=True):
                 await gen.close()
-                usage = gen.usage or {}
-                record.fields["prompt_tokens"] = usage.get("prompt_tokens")
-                record.fields["completion_tokens"] = usage.get("completion_tokens")
+                _note_remote_usage(gen, record)
                 record.finish(engine, status)
 
     media_type = gen.response.headers.get("content-type", "application/json")
     return DisconnectAwareStreamingResponse(body(), status_code=gen.response.status_code,
                                             media_type=media_type, headers=headers)
+
+
+async def _relay_whole(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Response:
+    try:
+        content = await gen.read()
+    except httpx.HTTPError as exc:   # broke off mid-answer: nothing reached the client yet
+        record.finish(engine, 502)
+        return api.error_response(ApiError(
+            502, f"remote model '{gen.served.name}' broke off: {exc!r}", "server_error",
+            "remote_error"), headers)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gen.close()
+    _note_remote_usage(gen, record)
+    status = gen.response.status_code
+    return _ThenLog(content, status_code=status, headers=headers,
+                    media_type=gen.response.headers.get("content-type", "application/json"),
+                    then=lambda: record.finish(engine, status))
+
+
+class _ThenLog(Response):
+    """A whole answer whose request-log entry (and its "why") is written once the answer is out,
+    or the client gone: that bookkeeping is not on the client's clock."""
+
+    def __init__(self, *args, then, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._then = then
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._then()
 
 
 async def list_models(request: Request) -> Response:
@@ -468,7 +509,7 @@ def count_endpoint(api):
                     raise errors.bad_request(f"model '{served.name}' ({served.config.backend}) "
                                              "cannot count tokens", "model_not_supported")
                 gen = await open_remote(engine.remote, served, call, request.headers)
-                return _relay(engine, api, gen, routed.headers, record)
+                return await _relay(engine, api, gen, routed.headers, record)
             check_local(call, served)
             command = {**call.command, "count_only": True}
             gen = await unless_client_leaves(request, lambda: start_local(
