@@ -6,7 +6,7 @@ ModelState, and a runner's RunnerState holds the same values less "busy" and "re
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 
@@ -67,7 +67,7 @@ class ModelSample:
         return (self.private or 0) + (self.shared or 0)
 
     def to_json(self) -> dict:
-        out = asdict(self)
+        out = {key: getattr(self, key) for key in _FIELDS}  # asdict deep-copies every value
         out["state"] = str(self.state)
         for key in MLX_FIGURES:
             if out[key] is None:
@@ -80,7 +80,10 @@ class ModelSample:
     @classmethod
     def from_json(cls, data: dict) -> ModelSample:
         """The wire's entry; keys it does not know are ignored, a state it does not know raises."""
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
+        values = {key: value for key, value in data.items() if key in _KNOWN}
         values["state"] = ModelState(data["state"])
         return cls(**values)
+
+
+_FIELDS = tuple(f.name for f in fields(ModelSample))
+_KNOWN = frozenset(_FIELDS)
