@@ -8,12 +8,17 @@ busy moment of the machine hits both. The overhead is the median of the per-pair
 The engine's CPU time per request (user + system, from /proc) is reported beside it: on a busy
 machine the wall-clock figure also holds the waits for a CPU at each of the two extra hops.
 
-    python bench/gateway_overhead.py [--pairs 300] [--stream] [--json]
+With --baseline-tree DIR (another checkout, say `git worktree add DIR <commit>`), an engine
+running that tree's Laya is measured too, request for request beside this one.
+
+    python bench/gateway_overhead.py [--pairs 300] [--stream] [--baseline-tree DIR] [--json]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
+import os
 import platform
 import statistics
 import sys
@@ -25,11 +30,12 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from engine_harness import running_engine  # noqa: E402
+from engine_harness import EngineProcess  # noqa: E402
 from loopback_upstream import ChatUpstream, _Handler  # noqa: E402
 from publish import publish  # noqa: E402
 
 GOAL_MS = 1.0
+ROOT = Path(__file__).resolve().parents[1]
 WARMUP = 30
 BODY = {"model": "auto", "max_tokens": 1,
         "messages": [{"role": "system", "content": "You are a helpful assistant."},
@@ -69,7 +75,23 @@ def _timed_post(client: httpx.Client, url: str, body: dict) -> float:
     return elapsed
 
 
-def measure(pairs: int, stream: bool) -> dict:
+@contextlib.contextmanager
+def _engine_from(tree: Path, config: dict, folder: Path):
+    """An engine process running the Laya in `tree` (`python -m` finds the package in its
+    working directory first)."""
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        engine = EngineProcess(config, folder).start()
+    finally:
+        os.chdir(here)
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+def measure(pairs: int, stream: bool, trees: dict[str, Path]) -> dict:
     receive, send = multiprocessing.Pipe(duplex=False)
     upstream = multiprocessing.Process(target=_serve_upstream, args=(send,), daemon=True)
     upstream.start()
@@ -78,51 +100,69 @@ def measure(pairs: int, stream: bool) -> dict:
     config = {"models": [{"name": "remote", "backend": "openai", "base_url": base}],
               "routes": [{"name": "default", "target": "remote"}]}
     body = {**BODY, "stream": True} if stream else BODY
-    direct, gateway = [], []
+    times: dict[str, list[float]] = {"direct": [], **{name: [] for name in trees}}
+    cpu: dict[str, float] = {}
     try:
-        with tempfile.TemporaryDirectory() as folder, \
-                running_engine(config, Path(folder)) as engine, \
-                httpx.Client(timeout=30) as upstream_client, \
-                httpx.Client(timeout=30) as engine_client:
-            calls = [lambda: _timed_post(upstream_client, base + "/chat/completions",
-                                         {**body, "model": "upstream"}),
-                     lambda: _timed_post(engine_client, engine.url + "/v1/chat/completions", body)]
+        with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+            engines = {}
+            for name, tree in trees.items():
+                (Path(folder) / name).mkdir()
+                engines[name] = stack.enter_context(_engine_from(tree, config, Path(folder) / name))
+            direct = stack.enter_context(httpx.Client(timeout=30))
+            clients = {name: stack.enter_context(httpx.Client(timeout=30)) for name in engines}
+            calls = {"direct": lambda: _timed_post(direct, base + "/chat/completions",
+                                                   {**body, "model": "upstream"})}
+            for name, engine in engines.items():
+                calls[name] = (lambda c, url: lambda: _timed_post(c, url, body))(
+                    clients[name], engine.url + "/v1/chat/completions")
             for _ in range(WARMUP):
-                calls[0](), calls[1]()
-            engine_cpu = _cpu_s(engine.proc.pid)
-            for i in range(pairs):
-                order = (0, 1) if i % 2 == 0 else (1, 0)
-                times = {k: calls[k]() for k in order}
-                direct.append(times[0])
-                gateway.append(times[1])
-            engine_cpu = _cpu_s(engine.proc.pid) - engine_cpu
+                for call in calls.values():
+                    call()
+            cpu = {name: _cpu_s(e.proc.pid) for name, e in engines.items()}
+            order = list(calls)
+            for i in range(pairs):   # each kind goes first in turn: a busy moment hits all
+                turn = order[i % len(order):] + order[:i % len(order)]
+                for name in turn:
+                    times[name].append(calls[name]())
+            cpu = {name: _cpu_s(e.proc.pid) - cpu[name] for name, e in engines.items()}
     finally:
         upstream.terminate()
         upstream.join()
-    added = [g - d for g, d in zip(gateway, direct)]
-    return {"pairs": pairs, "stream": stream, "direct_ms": percentiles(direct),
-            "gateway_ms": percentiles(gateway), "added_ms": percentiles(added),
-            "added_p50_ms": round(statistics.median(added), 3), "goal_ms": GOAL_MS,
-            "engine_cpu_ms_per_request": round(engine_cpu * 1000 / pairs, 3),
-            "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} CPUs"}
+    report = {"pairs": pairs, "stream": stream, "direct_ms": percentiles(times["direct"]),
+              "goal_ms": GOAL_MS, "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} CPUs"}
+    for name, tree in trees.items():
+        added = [g - d for g, d in zip(times[name], times["direct"])]
+        report[name] = {"tree": str(tree), "gateway_ms": percentiles(times[name]),
+                        "added_ms": percentiles(added),
+                        "added_p50_ms": round(statistics.median(added), 3),
+                        "engine_cpu_ms_per_request": round(cpu[name] * 1000 / pairs, 3)}
+    return report
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--stream", action="store_true", help="stream: true requests (SSE relay)")
+    parser.add_argument("--baseline-tree", type=Path, default=None,
+                        help="another checkout whose engine is measured beside this one's")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report = measure(args.pairs, args.stream)
-    row = lambda name, p: f"  {name:<22} p50 {p['p50']:>7.3f} ms  p95 {p['p95']:>7.3f}  p99 {p['p99']:>7.3f}"  # noqa: E731
-    table = "\n".join([
-        f"{args.pairs} pairs, one request at a time, max_tokens 1, stream {args.stream}",
-        row("direct to upstream", report["direct_ms"]),
-        row("through the engine", report["gateway_ms"]),
-        row("added (per pair)", report["added_ms"]),
-        f"  overhead p50 {report['added_p50_ms']:.3f} ms (goal <= {GOAL_MS} ms); engine CPU "
-        f"{report['engine_cpu_ms_per_request']:.3f} ms a request (user + system)"])
-    publish("gateway_overhead_stream" if args.stream else "gateway_overhead", report, table, args.json)
+    trees = {"this": ROOT}
+    if args.baseline_tree is not None:
+        trees["baseline"] = args.baseline_tree.resolve()
+    report = measure(args.pairs, args.stream, trees)
+    row = lambda name, p: f"  {name:<30} p50 {p['p50']:>7.3f} ms  p95 {p['p95']:>7.3f}  p99 {p['p99']:>7.3f}"  # noqa: E731
+    lines = [f"{args.pairs} requests of each kind, one at a time, max_tokens 1, stream {args.stream}",
+             row("direct to upstream", report["direct_ms"])]
+    for name in trees:
+        label = "" if name == "this" else ", baseline tree"
+        r = report[name]
+        lines += [row(f"through the engine{label}", r["gateway_ms"]),
+                  row(f"added (per pair){label}", r["added_ms"]),
+                  f"  overhead p50 {r['added_p50_ms']:.3f} ms (goal <= {GOAL_MS} ms); engine CPU "
+                  f"{r['engine_cpu_ms_per_request']:.3f} ms a request (user + system)"]
+    publish("gateway_overhead_stream" if args.stream else "gateway_overhead", report,
+            "\n".join(lines), args.json)
     return 0
 
 
