@@ -63,7 +63,7 @@ class GeneratorWorker(FunctionWorker):
     """Iterates a generator, emitting `yielded` per item; `quit()` stops it between items.
 
     A generator blocked inside a read cannot see the flag, so `quit()` also calls the optional
-    `on_quit` hook (the chat stream cuts its connection there, which wakes the read).
+    `on_quit` hook, which must wake the read (close what it reads from).
     """
 
 

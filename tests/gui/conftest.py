@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -93,3 +94,28 @@ def group_processes(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
             continue
     return out
+
+
+@pytest.fixture
+def stalled_server():
+    """Accepts connections and never answers."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    conns, done = [], threading.Event()
+
+    def accept():
+        srv.settimeout(0.2)
+        while not done.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                continue
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    done.set()
+    t.join(2)
+    for c in conns:
+        c.close()
+    srv.close()

@@ -16,7 +16,8 @@ def routes_panel(qtbot, url: str):
     doc = ConfigDocument(pool, client)
     panel = RoutesPanel(pool, doc)
     qtbot.addWidget(panel)
-    doc._set_applied(client.get_config())
+    with qtbot.waitSignal(doc.applied_changed, timeout=10000):   # read as the window does
+        doc.refresh()
     try:
         yield panel
     finally:

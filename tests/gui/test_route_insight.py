@@ -37,7 +37,8 @@ def panel(qtbot, engine):
     doc = ConfigDocument(pool, client)
     panel = RoutesPanel(pool, doc)
     qtbot.addWidget(panel)
-    doc._set_applied(client.get_config())
+    with qtbot.waitSignal(doc.applied_changed, timeout=10000):   # read as the window does
+        doc.refresh()
     yield panel
     pool.shutdown(5000)
     client.close()

@@ -63,7 +63,6 @@ class ChatPanel(QWidget):
         self.keep_folder = keep_folder    # where finished conversations are kept; None: the default
         self.conversation = Conversation()
         self._stream: ChatStream | None = None
-        self._worker = None
         self._reply: Message | None = None
         self._repeated: str | None = None
         self._redraw = QTimer(self)
@@ -212,22 +211,20 @@ class ChatPanel(QWidget):
         self._repeated = None
         self.conversation.messages.append(self._reply)
         self.view.append_message()
-        self._stream = stream = ChatStream()
+        self._stream = stream = self.client.chat(body)
+        stream.item.connect(lambda item: self._on_item(item, stream))
+        stream.ended.connect(lambda error: self._done(error, stream))
         self._update_buttons()
         self.status.setText(self.tr("waiting for the first token…"))
-        self._worker = self.pool.stream(self.client.chat_stream, body, stream,
-                                        yielded=lambda item: self._on_item(item, stream),
-                                        returned=lambda _r: self._done(None, stream),
-                                        errored=lambda e: self._done(e, stream),
-                                        on_quit=stream.cancel)
         self.reply_started.emit()
         return True
 
     def stop(self) -> None:
-        """Close the stream and end the reply now; the worker's late signals are ignored."""
-        if self._worker is not None:
-            self._worker.quit()
-            self._done(None, self._stream)
+        """Abort the stream and end the reply now."""
+        stream = self._stream
+        if stream is not None:
+            stream.cancel()
+            self._done(None, stream)
 
     def _on_item(self, item, stream: ChatStream) -> None:
         if stream is not self._stream or self._reply is None:
@@ -263,7 +260,7 @@ class ChatPanel(QWidget):
     def _done(self, error: Exception | None, stream: ChatStream | None) -> None:
         if stream is None or stream is not self._stream:
             return  # the late end of a stream that was stopped
-        self._stream, self._worker = None, None
+        self._stream = None
         reply, self._reply = self._reply, None
         if reply is None:
             return

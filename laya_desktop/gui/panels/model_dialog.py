@@ -1,7 +1,7 @@
 """Add or edit one registry entry: a GGUF file, an MLX folder or a remote OpenAI-compatible endpoint.
 
-Inspecting a file or folder (metadata and memory estimate) and testing a remote connection run in
-workers. An MLX entry is accepted only once its folder was inspected as an MLX model; a name that
+Inspecting a file or folder (metadata and memory estimate) runs in a worker; testing a remote
+connection is a request on the GUI thread's event loop, aborted when the dialog closes. An MLX entry is accepted only once its folder was inspected as an MLX model; a name that
 is already taken is refused inline. Nothing reaches the engine from here: the panel sends it.
 """
 from __future__ import annotations
@@ -13,11 +13,13 @@ from PySide6.QtWidgets import (
     QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
-from laya_desktop.gui.abortable_http import Sockets
-from laya_desktop.gui.engine_client import probe_remote
+from laya_desktop.gui.engine_client import remote_model_ids
+from laya_desktop.gui.engine_http import Answer, EngineHttp
 from laya_desktop.gui.model_inspect import describe_gguf, describe_mlx, inspect_gguf, inspect_mlx
 from laya_desktop.gui.rules_list import unique_name
 from laya_desktop.gui.workers import WorkerPool
+
+PROBE_TIMEOUT_S = 10.0
 
 def default_name(path: str, backend: str, taken) -> str:
     """The file or folder name, lower case, made unique; a folder name may hold dots (Qwen2.5-…)."""
@@ -41,7 +43,7 @@ class ModelDialog(QDialog):
         self._inspected_path: str | None = None
         self._inspect_seq = 0
         self._accept_when_inspected = False
-        self._probe: Sockets | None = None
+        self._probe: EngineHttp | None = None
         self.setWindowTitle(self._title(backend, bool(existing)))
         self.setMinimumWidth(520)
         e = existing or {}
@@ -177,30 +179,41 @@ class ModelDialog(QDialog):
     # --- a remote endpoint ---------------------------------------------------------------------
     def test_connection(self) -> None:
         self._abort_probe()
-        self._probe = sockets = Sockets()
         key = os.environ.get(self.key_env.text().strip()) if self.key_env.text().strip() else None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._probe = probe = EngineHttp(self.base_url.text().strip(), headers, system_proxy=True,
+                                         parent=self)
         self.info.setText(self.tr("connecting…"))
-        self.pool.submit(probe_remote, self.base_url.text().strip(), key, sockets=sockets,
-                         on_quit=sockets.abort,
-                         returned=lambda ids: self._show_remote_models(sockets, ids),
-                         errored=lambda exc: self._show_remote_error(sockets, exc))
+        probe.fetch("GET", "/models", None, PROBE_TIMEOUT_S,
+                    lambda outcome: self._show_remote(probe, outcome))
+
+    @property
+    def probing(self) -> bool:
+        return self._probe is not None
 
     def _abort_probe(self) -> None:
-        """Its late answer is dropped: it no longer is `self._probe`."""
-        if self._probe is not None:
-            self._probe.abort()
-            self._probe = None
+        """Its answer is dropped: it no longer is `self._probe`."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.abort()
+            probe.deleteLater()
 
-    def _show_remote_models(self, sockets: Sockets, ids: list[str]) -> None:
-        if sockets is self._probe:
-            self.info.setText(self.tr("OK: {n} models").format(n=len(ids))
-                              + (f" ({', '.join(ids[:8])})" if ids else ""))
-            self.connection_tested.emit(True, ids)
-
-    def _show_remote_error(self, sockets: Sockets, exc: Exception) -> None:
-        if sockets is self._probe:
+    def _show_remote(self, probe: EngineHttp, outcome: Answer | Exception) -> None:
+        if probe is not self._probe:
+            return
+        self._probe = None
+        probe.deleteLater()
+        try:
+            if isinstance(outcome, Exception):
+                raise outcome
+            ids = remote_model_ids(outcome)
+        except Exception as exc:  # noqa: BLE001 - any failure is the test's answer
             self.info.setText(self.tr("connection failed: {error}").format(error=exc))
             self.connection_tested.emit(False, exc)
+            return
+        self.info.setText(self.tr("OK: {n} models").format(n=len(ids))
+                          + (f" ({', '.join(ids[:8])})" if ids else ""))
+        self.connection_tested.emit(True, ids)
 
     # --- OK ------------------------------------------------------------------------------------
     def refusal(self, entry: dict) -> str | None:
