@@ -96,26 +96,56 @@ def group_processes(pgid: int) -> list[psutil.Process]:
     return out
 
 
-@pytest.fixture
-def stalled_server():
-    """Accepts connections and never answers."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    conns, done = [], threading.Event()
+class StalledServer:
+    """Accepts connections and never answers; tells how many its clients still hold open."""
 
-    def accept():
-        srv.settimeout(0.2)
-        while not done.is_set():
+    def __init__(self) -> None:
+        self._srv = socket.socket()
+        self._srv.bind(("127.0.0.1", 0))
+        self._srv.listen(16)
+        self.url = f"http://127.0.0.1:{self._srv.getsockname()[1]}"
+        self._conns: list[socket.socket] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        self._srv.settimeout(0.2)
+        while not self._done.is_set():
             try:
-                conns.append(srv.accept()[0])
+                self._conns.append(self._srv.accept()[0])
             except OSError:
                 continue
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
-    done.set()
-    t.join(2)
-    for c in conns:
-        c.close()
-    srv.close()
+
+    def open_connections(self) -> int:
+        """Connections whose client has not closed its end: what it sent is read and dropped
+        until the read would wait (open) or comes back empty (closed)."""
+        count = 0
+        for conn in list(self._conns):
+            try:
+                while conn.recv(65536, socket.MSG_DONTWAIT):
+                    pass
+            except BlockingIOError:
+                count += 1
+            except OSError:
+                pass
+        return count
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join(2)
+        for conn in self._conns:
+            conn.close()
+        self._srv.close()
+
+
+@pytest.fixture
+def stalled():
+    server = StalledServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def stalled_server(stalled):
+    return stalled.url

@@ -61,10 +61,10 @@ def test_generator_worker_stops_between_items(qtbot):
     assert pool.shutdown(2000)
 
 
-def test_gui_stays_responsive_when_engine_stalls(qtbot, stalled_server):
+def test_gui_stays_responsive_when_engine_stalls(qtbot, stalled):
     from PySide6.QtCore import QTimer
 
-    client = EngineClient(stalled_server)
+    client = EngineClient(stalled.url)
     pool = WorkerPool()
     ticks = []
     timer = QTimer()
@@ -87,26 +87,28 @@ def test_gui_stays_responsive_when_engine_stalls(qtbot, stalled_server):
     assert time.monotonic() - started < 1
     qtbot.waitUntil(lambda: len(outcome) == 1, timeout=1000)
     assert isinstance(outcome[0], Exception)         # reported as a failed call, not a hang
+    qtbot.waitUntil(lambda: stalled.open_connections() == 0, timeout=1000)   # and cut
     client.close()
 
 
-def test_chat_stop_returns_at_once_when_engine_stalls(qtbot, stalled_server):
+def test_chat_stop_returns_at_once_when_engine_stalls(qtbot, stalled):
     from laya_desktop.gui.panels.chat_panel import ChatPanel
 
-    client = EngineClient(stalled_server)
+    client = EngineClient(stalled.url)
     pool = WorkerPool()
     chat = ChatPanel(pool, client)
     qtbot.addWidget(chat)
     assert chat.send("hello")
     qtbot.wait(300)
-    assert chat.busy
+    assert chat.busy and stalled.open_connections() == 1
     with qtbot.waitSignal(chat.reply_finished, timeout=1000) as blocker:
         chat.stop()
     assert blocker.args[0]["stats"].stopped
     assert not chat.busy and chat.send_btn.isEnabled()
     assert chat.history == []          # an unanswered question leaves the history as it was
-    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=1000)   # the worker ends too,
-    assert pool.shutdown(100)                                           # before any headers came
+    qtbot.waitUntil(lambda: stalled.open_connections() == 0, timeout=1000)   # cut before any
+    qtbot.waitUntil(lambda: pool.running_threads == 0, timeout=1000)        # headers came
+    assert pool.shutdown(100)
     client.close()
 
 
@@ -131,20 +133,21 @@ def test_load_test_ends_when_engine_stalls(qtbot, stalled_server, monkeypatch):
     assert pool.shutdown(2000) and time.monotonic() - started < 1
 
 
-def test_closing_the_model_dialog_ends_its_connection_test(qtbot, stalled_server):
+def test_closing_the_model_dialog_ends_its_connection_test(qtbot, stalled):
     from laya_desktop.gui.panels.model_dialog import ModelDialog
 
     pool = WorkerPool()
     dialog = ModelDialog(pool, "openai")
     qtbot.addWidget(dialog)
-    dialog.base_url.setText(stalled_server + "/v1")
+    dialog.base_url.setText(stalled.url + "/v1")
     tested = []
     dialog.connection_tested.connect(lambda *args: tested.append(args))
     dialog.test_connection()
-    qtbot.wait(300)
+    qtbot.waitUntil(lambda: stalled.open_connections() == 1, timeout=5000)
     assert dialog.probing and tested == []                # connected, no answer yet
     dialog.reject()
     assert not dialog.probing
+    qtbot.waitUntil(lambda: stalled.open_connections() == 0, timeout=1000)   # the request is cut
     qtbot.wait(50)
     assert tested == []                                   # a closed dialog reports nothing
     assert pool.running_threads == 0 and pool.shutdown(100)
