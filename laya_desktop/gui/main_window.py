@@ -13,9 +13,12 @@ from laya_desktop.gui.engine_controller import UP, EngineController
 from laya_desktop.gui.poller import EnginePoller
 from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.workers import WorkerPool
+from laya_desktop.telemetry.model_sample import ModelState
 
 PANELS = ("models", "routes", "monitor", "requests", "chat", "loadtest")
 WORKER_WAIT_MS = 3000   # every worker is woken first, so this bound is only reached by a bug
+
+LOADED_STATES = frozenset(state.value for state in ModelState if state.loaded)
 
 
 class MainWindow(QMainWindow):
@@ -162,7 +165,7 @@ class MainWindow(QMainWindow):
             self.panels["requests"].stop()
 
     def _on_models(self, rows: list[dict]) -> None:
-        loaded = sum(1 for r in rows if r.get("state") in ("ready", "busy"))
+        loaded = sum(1 for r in rows if r.get("state") in LOADED_STATES)
         self.status_models.setText(self.tr("models loaded: {loaded}/{total}").format(
             loaded=loaded, total=len(rows)))
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QAbstractTableModel, QCoreApplicat
 from PySide6.QtGui import QBrush, QColor
 
 from laya_desktop.gui.units import fmt_bytes
+from laya_desktop.telemetry.model_sample import ModelState
 
 # Column keys, and the header texts once translated (the marks let lupdate find them).
 COLUMNS = (QT_TRANSLATE_NOOP("RegistryModel", "Name"), QT_TRANSLATE_NOOP("RegistryModel", "Backend"),
@@ -104,7 +105,7 @@ class RegistryModel(QAbstractTableModel):
         if col == "Backend":
             return cfg.get("backend", "")
         if col == "State":
-            if state == "error" and live.get("error"):
+            if state == ModelState.ERROR and live.get("error"):
                 return QCoreApplication.translate("RegistryModel", "error: {error}").format(
                     error=live.get("error"))
             return state_text(state)
