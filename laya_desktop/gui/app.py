@@ -40,7 +40,7 @@ def run_gui(args) -> int:
     _note_ignored_local_config(config_path)
     host, port, api_key = server_address(config_path)
 
-    from laya_desktop.gui.system_libs import problem_report
+    from laya_desktop.gui.system_libs_stamp import problem_report
     problem = problem_report()
     if problem:
         sys.stderr.write(f"laya gui: {problem}\n")
