@@ -54,8 +54,11 @@ def run_serve(args) -> int:
     engine = Engine(config, config_path=path)
     app = create_app(engine)
     print(f"laya serve: {path} -> http://{host}:{port}/v1", file=sys.stderr)
+    # No access log (the request log is ours) and no X-Forwarded-* rewriting (nothing here reads
+    # the client's address): two layers less on every request.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           timeout_graceful_shutdown=5, lifespan="on"))
+                                           timeout_graceful_shutdown=5, lifespan="on",
+                                           access_log=False, proxy_headers=False))
     finished = threading.Event()
     if getattr(args, "parent_pipe", None) is not None:
         watch_parent_pipe(args.parent_pipe, server, engine, finished)
