@@ -28,7 +28,9 @@ SETTINGS = {                       # label: (threads, extra environment)
     "1 thread": (1, {}),
     "2 threads, libgomp default spin": (2, {}),
     "2 threads, GOMP_SPINCOUNT=10000": (2, {"GOMP_SPINCOUNT": "10000"}),
+    "2 threads, GOMP_SPINCOUNT=3000": (2, {"GOMP_SPINCOUNT": "3000"}),
     "2 threads, GOMP_SPINCOUNT=1000": (2, {"GOMP_SPINCOUNT": "1000"}),
+    "2 threads, GOMP_SPINCOUNT=300": (2, {"GOMP_SPINCOUNT": "300"}),
     "2 threads, OMP_WAIT_POLICY=passive": (2, {"OMP_WAIT_POLICY": "passive"}),
 }
 
