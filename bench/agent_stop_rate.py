@@ -27,7 +27,17 @@ SETTINGS = {
     "DRY 0.8": {"dry_multiplier": 0.8},
     "shipped: temperature 0.2, top_p 0.9, repeat_penalty 1.1":
         {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1},
+    "greedy (temperature 0), top_p 0.9, repeat_penalty 1.1":
+        {"temperature": 0, "top_p": 0.9, "repeat_penalty": 1.1},
 }
+PROMPT = "In one sentence, what is the sea?"
+# Other first prompts a user gives an agent; only the end of the 12k-token turn changes, so
+# each costs a short prompt read and greedy decoding is tried on more than one input.
+QUESTIONS = [PROMPT, "What does this project do?", "Say hello.", "What is 2 + 2?",
+             "Explain what a mutex is in one sentence.", "Which files are in this folder?",
+             "Write a haiku about the rain.", "What is Python good for?",
+             "How do I reverse a list in Python?", "Thanks, that is all for today.",
+             "What time zone is UTC?", "Name three colours."]
 
 
 def capture_claude_request() -> dict:
@@ -50,7 +60,7 @@ def capture_claude_request() -> dict:
         env = {**os.environ, "HOME": home, "ANTHROPIC_API_KEY": "unused",
                "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_port}",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-        subprocess.run([str(CLAUDE), "-p", "In one sentence, what is the sea?"], cwd=home, env=env,
+        subprocess.run([str(CLAUDE), "-p", PROMPT], cwd=home, env=env,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     server.shutdown()
     if not bodies:
@@ -74,27 +84,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--cap", type=int, default=300, help="tokens before a trial counts as not stopping")
+    parser.add_argument("--questions", type=int, default=len(QUESTIONS), help="how many first prompts")
+    parser.add_argument("--only", default="", help="only the settings whose label holds this text")
     args = parser.parse_args()
 
     from laya_desktop.engine.apis.messages import MessagesApi
     from laya_desktop.runners.llama_cpp_backend import LlamaCppBackend
 
-    command = MessagesApi().parse(capture_claude_request(), {}).command
+    captured = json.dumps(capture_claude_request())
     backend = LlamaCppBackend({"name": "smollm2", "path": "builtin:smollm2-135m-instruct",
                                "n_ctx": 16384, "parallel": 1})
-    rows, n = {}, 0
-    for label, params in SETTINGS.items():
-        outcomes = []
-        for _ in range(args.trials):
-            n += 1
-            sent = {**command, "params": {**command.get("params", {}), **params, "max_tokens": args.cap}}
-            outcomes.append(generate(backend, sent, f"t{n}"))
-        stopped = sum(1 for reason, _ in outcomes if reason == "stop")
-        rows[label] = {"params": params, "stopped": stopped, "trials": args.trials,
-                       "tokens": [tokens for _, tokens in outcomes]}
-        print(f"{label:<58} stopped {stopped:>2} / {args.trials}", flush=True)
+    rows = {label: {"params": params, "stopped": 0, "trials": 0, "tokens": []}
+            for label, params in SETTINGS.items() if not args.only or args.only in label}
+    n = 0
+    for question in QUESTIONS[:args.questions]:
+        body = json.loads(captured.replace(json.dumps(PROMPT)[1:-1], json.dumps(question)[1:-1]))
+        command = MessagesApi().parse(body, {}).command
+        for label, row in rows.items():
+            greedy = row["params"].get("temperature") == 0
+            for _ in range(1 if greedy else args.trials):   # greedy gives the same answer again
+                n += 1
+                sent = {**command, "params": {**command.get("params", {}), **row["params"],
+                                              "max_tokens": args.cap}}
+                reason, tokens = generate(backend, sent, f"t{n}")
+                row["trials"] += 1
+                row["stopped"] += reason == "stop"
+                row["tokens"].append(tokens)
+                print(f"{question[:30]:<32}{label:<58}{reason:<8}{tokens:>5}", flush=True)
+    print()
+    for label, row in rows.items():
+        print(f"{label:<58} stopped {row['stopped']:>3} / {row['trials']}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"cap": args.cap, "settings": rows}, indent=2))
+    RESULTS.write_text(json.dumps({"cap": args.cap, "questions": QUESTIONS[:args.questions],
+                                   "settings": rows}, indent=2))
 
 
 if __name__ == "__main__":

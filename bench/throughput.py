@@ -1,14 +1,22 @@
-"""Throughput of Laya's GGUF runner against llama-cpp-python's own server, in one run.
+"""Throughput of Laya's GGUF runner against llama.cpp's own server and llama-cpp-python's, in one run.
 
-Both serve the built-in Gemma 3 270M with the same n_ctx and thread count; the same prompts go to
-each at 1 and 4 concurrent clients (streamed /v1/completions, temperature 0). The servers run one
-after the other, never together, so they don't fight over the cores. The baseline runs with
-`--interrupt_requests False` (by default a second request cuts the first stream short).
+The baselines:
+- `llama-server`, llama.cpp's C++ server (what Ollama and LM Studio are built on), with
+  continuous batching over `--parallel` slots: the one to beat. Built once into the cache by
+  bench/llama_server.py with the flags of the llama-cpp-python wheel Laya runs.
+- `llama_cpp.server`, llama-cpp-python's server, which serves one request at a time: a second
+  baseline (`--interrupt_requests False`: by default a second request cuts the first short).
 
-    python bench/throughput.py [--json] [--threads N] [--requests-per-client N] [--max-tokens N]
+Each serves the built-in Gemma 3 270M with the same per-sequence n_ctx, slots and threads; the
+same prompts go to each at every client count (streamed /v1/completions, temperature 0). The
+servers run one after the other, never together. With --busy, a process spinning on one core runs
+during every measurement: the case of a machine shared with an editor, a build or the GUI.
+
+    python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy]
+                               [--baselines llama-server,llama-cpp-python]
 
 With --json: one JSON object on stdout, the table on stderr; JSON is also written to
-bench/results/throughput.json.
+bench/results/throughput[-busy].json.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -87,7 +96,14 @@ async def one_request(client: httpx.AsyncClient, url: str, prompt: str, max_toke
 
 async def drive(url: str, concurrency: int, per_client: int, max_tokens: int, model: str) -> dict:
     async with httpx.AsyncClient(timeout=600) as client:
-        await one_request(client, url, "Warm-up:", 4, model)
+        for attempt in range(3):   # a server may answer its health check a moment before requests
+            try:
+                await one_request(client, url, "Warm-up:", 4, model)
+                break
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(1)
 
         async def worker(offset: int):
             out = []
@@ -105,10 +121,12 @@ async def drive(url: str, concurrency: int, per_client: int, max_tokens: int, mo
             "tokens": tokens, "wall_s": wall}
 
 
-def run_laya(model_path: str, threads: int, n_ctx: int, levels, per_client, max_tokens) -> dict:
+def run_laya(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
+             max_tokens) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="laya-bench-"))
     config = {"models": [{"name": "gemma", "backend": "llama_cpp", "path": model_path,
-                          "n_ctx": n_ctx, "parallel": 4, "n_threads": threads, "idle_ttl_s": 0}],
+                          "n_ctx": n_ctx, "parallel": parallel, "n_threads": threads,
+                          "idle_ttl_s": 0}],
               "routes": [{"name": "default", "target": "gemma"}],
               "memory": {"guard": False}}
     (folder / "models.yaml").write_text(yaml.safe_dump(config))
@@ -129,57 +147,112 @@ def run_laya(model_path: str, threads: int, n_ctx: int, levels, per_client, max_
         stop(proc)
 
 
-def run_baseline(model_path: str, threads: int, n_ctx: int, levels, per_client, max_tokens) -> dict:
-    port = free_port()
+def _drive_server(cmd: list[str], port: int, health: str, levels, per_client, max_tokens) -> dict:
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", model_path,
-                             "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-                             "--n_threads_batch", str(threads), "--port", str(port),
-                             "--interrupt_requests", "False", "--model_alias", "gemma"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_healthy(url, proc, "/v1/models")
+        wait_healthy(url, proc, health)
         return {c: asyncio.run(drive(url, c, per_client, max_tokens, "gemma")) for c in levels}
     finally:
         stop(proc)
 
 
+def run_llama_server(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
+                     max_tokens) -> dict:
+    from llama_server import ensure_llama_server
+    port = free_port()
+    # -c is the whole KV cache, shared by the slots: n_ctx per sequence as Laya's n_ctx
+    return _drive_server([str(ensure_llama_server()), "-m", model_path, "-c", str(n_ctx * parallel),
+                          "-np", str(parallel), "-t", str(threads), "-tb", str(threads),
+                          "--host", "127.0.0.1", "--port", str(port), "--alias", "gemma",
+                          "--no-webui"], port, "/health", levels, per_client, max_tokens)
+
+
+def run_llama_cpp_python(model_path: str, threads: int, n_ctx: int, parallel: int, levels,
+                         per_client, max_tokens) -> dict:
+    try:
+        import fastapi, sse_starlette, starlette_context  # noqa: F401, E401
+    except ImportError as exc:
+        raise SystemExit(f"the llama-cpp-python baseline needs its server extra ({exc.name} is "
+                         "missing): pip install --find-links ../shared/wheels "
+                         "'llama-cpp-python[server]==0.3.36'") from exc
+    port = free_port()
+    return _drive_server([sys.executable, "-m", "llama_cpp.server", "--model", model_path,
+                          "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+                          "--n_threads_batch", str(threads), "--port", str(port),
+                          "--interrupt_requests", "False", "--model_alias", "gemma"],
+                         port, "/v1/models", levels, per_client, max_tokens)
+
+
+SERVERS = {"laya": run_laya, "llama-server": run_llama_server,
+           "llama-cpp-python": run_llama_cpp_python}
+
+
+@contextmanager
+def one_core_busy(on: bool):
+    """A process spinning on one core while the servers are measured (--busy)."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if on else None
+    try:
+        yield
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="llama.cpp threads for both servers (default: Laya's own default)")
-    parser.add_argument("--n-ctx", type=int, default=2048)
+    parser.add_argument("--threads", default="1,2", help="llama.cpp threads, a list (each run by all)")
+    parser.add_argument("--clients", default="1,4,8", help="concurrent clients, a list")
+    parser.add_argument("--parallel", type=int, default=8, help="sequences served at once (slots)")
+    parser.add_argument("--baselines", default="llama-server,llama-cpp-python")
+    parser.add_argument("--busy", action="store_true", help="one core kept busy by another process")
+    parser.add_argument("--n-ctx", type=int, default=2048, help="context tokens per sequence")
     parser.add_argument("--requests-per-client", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
 
     from laya_desktop.runners.builtin import resolve_model_path
-    from laya_desktop.runners.llama_cpp_backend import default_n_threads
     model_path = str(resolve_model_path("builtin:gemma-3-270m"))
-    threads = args.threads or default_n_threads()
-    levels = (1, 4)
-    laya = run_laya(model_path, threads, args.n_ctx, levels, args.requests_per_client, args.max_tokens)
-    base = run_baseline(model_path, threads, args.n_ctx, levels, args.requests_per_client,
-                        args.max_tokens)
-    results = [{"concurrency": c,
-                "laya_tok_s": round(laya[c]["tok_s"], 1),
-                "baseline_tok_s": round(base[c]["tok_s"], 1),
-                "ratio": round(laya[c]["tok_s"] / base[c]["tok_s"], 2),
-                "laya_ttft_p50_ms": round(laya[c]["ttft_p50_ms"], 1),
-                "baseline_ttft_p50_ms": round(base[c]["ttft_p50_ms"], 1)} for c in levels]
-    report = {"model": "builtin:gemma-3-270m (Gemma 3 270M Q4_K_M)", "threads": threads,
-              "n_ctx": args.n_ctx, "max_tokens": args.max_tokens,
-              "requests_per_client": args.requests_per_client,
-              "laya_engine_overhead_p50_ms": laya["engine_ms_p50"], "results": results}
+    levels = _ints(args.clients)
+    servers = ["laya", *[b for b in args.baselines.split(",") if b]]
+    results, overhead = [], {}
+    for threads in _ints(args.threads):
+        measured = {}
+        for name in servers:
+            with one_core_busy(args.busy):
+                measured[name] = SERVERS[name](model_path, threads, args.n_ctx, args.parallel,
+                                               levels, args.requests_per_client, args.max_tokens)
+        overhead[threads] = measured["laya"]["engine_ms_p50"]
+        for c in levels:
+            row = {"threads": threads, "clients": c}
+            for name in servers:
+                row[f"{name}_tok_s"] = round(measured[name][c]["tok_s"], 1)
+                row[f"{name}_ttft_p50_ms"] = round(measured[name][c]["ttft_p50_ms"], 1)
+            for name in servers[1:]:
+                row[f"ratio_vs_{name}"] = round(measured["laya"][c]["tok_s"] / measured[name][c]["tok_s"], 2)
+            results.append(row)
+    report = {"model": "builtin:gemma-3-270m (Gemma 3 270M Q4_K_M)", "busy": args.busy,
+              "parallel": args.parallel, "n_ctx_per_sequence": args.n_ctx,
+              "max_tokens": args.max_tokens, "requests_per_client": args.requests_per_client,
+              "laya_engine_overhead_p50_ms": overhead, "results": results}
 
-    table = ["concurrency  laya tok/s  baseline tok/s  ratio  laya TTFT p50  baseline TTFT p50"]
+    header = ["threads", "clients"] + [f"{n} tok/s" for n in servers] + \
+        [f"ratio vs {n}" for n in servers[1:]] + [f"{n} TTFT p50" for n in servers]
+    table = ["  ".join(header)]
     for r in results:
-        table.append(f"{r['concurrency']:>11}  {r['laya_tok_s']:>10}  {r['baseline_tok_s']:>14}  "
-                     f"{r['ratio']:>5}  {r['laya_ttft_p50_ms']:>10} ms  {r['baseline_ttft_p50_ms']:>14} ms")
-    table.append(f"engine overhead per request (outside the runner), p50: "
-                 f"{report['laya_engine_overhead_p50_ms']} ms; threads {threads}")
-    publish("throughput", report, "\n".join(table), args.json)
+        cells = [str(r["threads"]), str(r["clients"])] + [str(r[f"{n}_tok_s"]) for n in servers] + \
+            [str(r[f"ratio_vs_{n}"]) for n in servers[1:]] + \
+            [f"{r[f'{n}_ttft_p50_ms']} ms" for n in servers]
+        table.append("  ".join(c.rjust(len(h)) for c, h in zip(cells, header)))
+    table.append(f"Laya's engine time per request (outside the runner), p50 by threads: {overhead} ms"
+                 + ("; one core kept busy by another process" if args.busy else ""))
+    publish("throughput-busy" if args.busy else "throughput", report, "\n".join(table), args.json)
     return 0
 
 

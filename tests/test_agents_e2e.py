@@ -8,7 +8,6 @@ cores; the figures go to bench/results/agent_turns.json.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -72,11 +71,6 @@ def test_codex_exec_answers_with_the_shipped_config(engine, tmp_path: Path):
     _check_turns(turns, "responses")
 
 
-@pytest.mark.skipif(not os.environ.get("LAYA_CLAUDE_FULL_TURN"),
-                    reason="opt-in (LAYA_CLAUDE_FULL_TURN=1): past its 8k training context "
-                           "SmolLM2 still sometimes never stops on Claude Code's 12k-token turn, "
-                           "and Claude Code fails a capped answer (9 of 10 in-process trials and 2 of "
-                           "3 real runs stopped with the shipped sampling)")
 @pytest.mark.timeout(1500)
 def test_claude_code_print_mode_answers_with_the_shipped_config(engine, tmp_path: Path):
     claude = agent_binary("claude")
