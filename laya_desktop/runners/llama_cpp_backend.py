@@ -36,10 +36,12 @@ RATE_WINDOW_S = 2.0
 
 
 def default_n_threads() -> int:
-    """Threads for decoding. ggml's workers spin while waiting for each other, so a thread
-    that loses its core to another process stalls every matmul: on 2 cores shared with the
-    engine and the GUI, two threads decoded Gemma 270M 4x slower than one (see the report in
-    bench/). Above that, about one thread per physical core (half the logical CPUs), up to 8."""
+    """Threads for decoding. ggml's OpenMP workers wait for each other at every op; with the
+    runner's short spin (openmp_env.py) two threads on 2 cores are 1.4-1.7x one thread when the
+    machine is quiet but 0.84x when another process holds a core (bench/threads.py). On 2 CPUs,
+    shared with the engine, the GUI and the user's agent, it is one thread: never below one
+    thread's speed, at the cost of the quiet speed-up. Above that, about one thread per physical
+    core (half the logical CPUs), up to 8."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
