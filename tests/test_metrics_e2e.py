@@ -2,12 +2,14 @@
 a client error and a load the memory guard refuses, each moving exactly its own series."""
 from __future__ import annotations
 
+import time
+
 import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine_harness import running_engine
-from laya_desktop.telemetry.model_sample import ModelSample
+from laya_desktop.telemetry.model_sample import ModelSample, ModelState
 
 GIB = 1 << 30
 
@@ -44,6 +46,17 @@ def chat(c, text: str, max_tokens: int = 3, **extra):
 
 
 @pytest.mark.timeout(120)
+
+def _latest_loaded_sample(client, model: str, within_s: float = 15.0) -> dict:
+    """The newest telemetry sample of `model` once one shows it loaded: the sampler runs at
+    sample_hz, so on a busy machine the newest sample may still be from during the load."""
+    deadline = time.monotonic() + within_s
+    while True:
+        entry = client.get("/admin/telemetry").json()["samples"][-1]["models"][model]
+        if ModelState(entry["state"]).loaded or time.monotonic() > deadline:
+            return entry
+        time.sleep(0.1)
+
 def test_metrics_and_request_log_after_real_requests(tiny_gguf, tmp_path):
     with running_engine(config(tiny_gguf), tmp_path) as eng, eng.client() as c:
         before = scrape(c)
@@ -83,7 +96,7 @@ def test_metrics_and_request_log_after_real_requests(tiny_gguf, tmp_path):
         assert moved(before, after, "laya_events_total", kind="model_loaded") == 1
         assert after[("laya_model_loaded", (("model", "tiny"),))] == 1
         # the sample's record on the wire, as the GUI and the guard read it, and the admin row
-        entry = c.get("/admin/telemetry").json()["samples"][-1]["models"]["tiny"]
+        entry = _latest_loaded_sample(c, "tiny")
         assert set(entry) == {"state", "pid", "rss", "private", "shared", "vram", "kv_used_tokens",
                               "kv_capacity_tokens", "kv_bytes", "kv_capacity_bytes", "active",
                               "queued", "tokens_per_s"}
