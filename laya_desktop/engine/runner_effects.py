@@ -9,7 +9,6 @@ import psutil
 
 from laya_desktop.config.schema import ModelConfig
 from laya_desktop.engine.served_model import ServedModel
-from laya_desktop.runners.memory_estimate import estimate_model_bytes
 
 MEMORY_BACK_TIMEOUT_S = 5.0
 
@@ -26,7 +25,7 @@ class RunnerEffects:
         return await served.handle.stop(reason, grace_s=grace_s)
 
     async def estimate(self, model: ModelConfig) -> tuple[int, int] | None:
-        return await asyncio.to_thread(estimate_model_bytes, model)  # reads the GGUF's header
+        return await asyncio.to_thread(_estimate, model)
 
     def sample(self) -> dict | None:
         return self._sample()
@@ -43,3 +42,10 @@ class RunnerEffects:
 
     def record(self, kind: str, **fields) -> None:
         self.events.record(kind, **fields)
+
+
+def _estimate(model: ModelConfig) -> tuple[int, int] | None:
+    """Reads the GGUF's header. Imported here, on the first load: the GGUF reader brings numpy
+    (through the gguf package), a fifth of a second that /healthz need not wait for."""
+    from laya_desktop.runners.memory_estimate import estimate_model_bytes
+    return estimate_model_bytes(model)

@@ -19,7 +19,6 @@ from laya_desktop.engine import errors
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.serving import read_json
 from laya_desktop.routing.semantic import shared_embeddings
-from laya_desktop.routing.semantic_probe import probe
 
 MAX_PROMPTS = 20
 MAX_RECENT = 500
@@ -54,10 +53,15 @@ async def semantic_probe(request: Request) -> Response:
         raise errors.bad_request("'precision' must be a number in (0, 1]", "invalid_semantic_probe")
     texts = [e["user_text"] for e in engine.route_inputs.recent(recent)] if recent else []
     try:
-        answer = await asyncio.to_thread(probe, match, prompts, texts, shared_embeddings(), float(precision))
+        answer = await asyncio.to_thread(_probe, match, prompts, texts, shared_embeddings(), float(precision))
     except RuntimeError as exc:  # the model package is missing: say so, do not crash
         raise ApiError(503, str(exc), "server_error", "semantic_model_missing")
     return JSONResponse(answer)
+
+
+def _probe(*args):
+    from laya_desktop.routing.semantic_probe import probe  # numpy: imported in the worker, on use
+    return probe(*args)
 
 
 def routes() -> list[Route]:

@@ -13,7 +13,7 @@ re-sending a chat) pays once.
 The encoder (all-MiniLM-L6-v2 under llama.cpp from an F16 GGUF, or under numpy with
 LAYA_SEMANTIC_ENCODER=numpy) is loaded lazily and shared by every config applied in the process:
 a config without semantic rules never loads the model code, reads the weights or starts the
-tokenizer.
+tokenizer, nor imports numpy (a tenth of a second of the engine's start-up).
 """
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from laya_desktop.config.schema import SemanticMatch
 from laya_desktop.routing.request import USER_TEXT_SEPARATOR
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger("laya.semantic")
 
@@ -114,6 +115,7 @@ class TextEmbeddings:
         return vector
 
     def many(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         return np.stack([self(t) for t in texts])
@@ -134,11 +136,11 @@ class SemanticRule:
 
     def score(self, vector: np.ndarray) -> SemanticScore:
         sims = self._positive @ vector
-        best = int(np.argmax(sims))
+        best = int(sims.argmax())
         neg_score = nearest_negative = None
         if len(self.negatives):
             neg = self._negative @ vector
-            j = int(np.argmax(neg))
+            j = int(neg.argmax())
             neg_score, nearest_negative = top_k_mean(neg, self.match.top_k), self.negatives[j]
         return SemanticScore(top_k_mean(sims, self.match.top_k), self.examples[best], neg_score,
                              nearest_negative, self.match.threshold, margin=self.match.margin)
@@ -150,6 +152,7 @@ def top_k_mean(sims: np.ndarray, k: int) -> float:
         return float(sims.max())
     if k >= len(sims):
         return float(sims.mean())
+    import numpy as np
     return float(np.partition(sims, len(sims) - k)[-k:].mean())
 
 
