@@ -85,6 +85,9 @@ class TelemetryService:
                     pass  # a dying runner is reported by its own handle
 
     async def run(self) -> None:
+        # The GPUs are looked for here, in a worker thread, not while the engine starts: /healthz
+        # need not wait for NVML. A sample taken meanwhile (an admission's) waits for the answer.
+        await asyncio.to_thread(self.sampler.start)
         next_at = time.monotonic()
         while True:
             period = 1.0 / max(self.sample_hz(), 0.01)

@@ -3,12 +3,15 @@
 No GPU, no NVML library or no driver is a normal state, not an error: `available` is False,
 `status_message` says why (logged once, at info) and `sample()` returns []. A failure while
 sampling (a GPU falling off the bus, a driver reload) is logged once and never raised.
+
+NVML is looked for on the first `start()` or `sample()`, not when the sampler is built: pynvml's
+import and the driver's start (tens of ms without a GPU, more with one) stay off the engine's
+start-up; the telemetry service calls `start()` in a worker thread once the engine runs.
 """
 from __future__ import annotations
 
 import logging
-
-import pynvml
+import threading
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +27,22 @@ class GpuSampler:
         self._nvml = None
         self._devices: list[tuple[int, object, str]] = []  # (index, handle, name)
         self._warned = False
-        self._init()
+        self._looked = False   # NVML looked for (or the sampler closed)
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Look for NVML and the GPUs, once; a caller that comes while another thread looks
+        waits for its answer."""
+        if self._looked:
+            return
+        with self._lock:
+            if not self._looked:
+                self._init()
+                self._looked = True
 
     def _init(self) -> None:
         try:
+            import pynvml
             pynvml.nvmlInit()
         except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
             self._unavailable(f"no NVIDIA GPU telemetry: {_text(exc) or type(exc).__name__}")
@@ -40,11 +55,11 @@ class GpuSampler:
                 self._devices.append((i, handle, _text(pynvml.nvmlDeviceGetName(handle))))
         except Exception as exc:
             self._unavailable(f"NVML could not list the GPUs: {_text(exc)}")
-            self.close()
+            self._shutdown()
             return
         if not self._devices:
             self._unavailable("NVML found no NVIDIA GPU")
-            self.close()
+            self._shutdown()
             return
         self.available = True
         self.status_message = ", ".join(f"GPU {i}: {name}" for i, _, name in self._devices)
@@ -57,6 +72,7 @@ class GpuSampler:
 
     def sample(self) -> list[dict]:
         """[{index, name, used, total, processes: {pid: used_bytes}}] — [] when unavailable."""
+        self.start()
         if not self.available:
             return []
         nvml = self._nvml
@@ -91,6 +107,11 @@ class GpuSampler:
         return procs
 
     def close(self) -> None:
+        with self._lock:
+            self._looked = True  # a closed sampler never looks again
+            self._shutdown()
+
+    def _shutdown(self) -> None:
         if self._nvml is not None:
             try:
                 self._nvml.nvmlShutdown()

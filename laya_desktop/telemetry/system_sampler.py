@@ -29,6 +29,11 @@ class SystemSampler:
         self._prev_swap: tuple[float, int, int] | None = None
         psutil.cpu_percent(interval=None)  # the first call only sets the reference point
 
+    def start(self) -> None:
+        """Look for the GPUs now (NVML; blocking, so a worker thread's job) instead of on the
+        first sample."""
+        self.gpu.start()
+
     def sample(self) -> dict:
         now = self._clock()
         vm = psutil.virtual_memory()
