@@ -6,14 +6,12 @@ import dataclasses
 import os
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from laya_desktop.config import yaml12
-from laya_desktop.config.roundtrip import EachItem, update_yaml_text
 from laya_desktop.config.schema import (
     Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, ServerConfig,
 )
@@ -57,6 +55,7 @@ def user_config_dir() -> Path:
 
 
 def default_config_text() -> str:
+    from importlib import resources  # only when there is no models.yaml yet
     return resources.files("laya_desktop.config").joinpath("default_models.yaml").read_text("utf-8")
 
 
@@ -158,6 +157,7 @@ def dump_config_text(config_or_dict: Config | dict) -> str:
 
 def config_defaults() -> dict[str, Any]:
     """What each models.yaml key means when left out, shaped like config_to_dict's result."""
+    from laya_desktop.config.roundtrip import EachItem  # ruamel.yaml: when saving, not loading
     model = dataclasses.asdict(ModelConfig(name="", backend=""))
     route = dataclasses.asdict(RouteConfig(name="", target=""))
     for required in ("name", "backend", "target"):
@@ -198,6 +198,13 @@ def _updated_text(data: dict, path: Path) -> str | None:
     if text is None or parse_config_text(text)[0] != expected:
         return None
     return text
+
+
+def update_yaml_text(old_text: str, new: dict, defaults: dict) -> str | None:
+    """roundtrip.update_yaml_text, imported on the first save: ruamel.yaml (tens of ms) stays
+    off the path that only loads the config, the engine's start-up."""
+    from laya_desktop.config import roundtrip
+    return roundtrip.update_yaml_text(old_text, new, defaults)
 
 
 def _write_atomic(text: str, path: Path) -> None:

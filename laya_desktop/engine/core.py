@@ -5,6 +5,7 @@ No module-level state: the ASGI app holds one Engine in `app.state.engine`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from pathlib import Path
@@ -21,7 +22,6 @@ from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.target_book import TargetBook
 from laya_desktop.telemetry.events import EventLog, RequestLog
-from laya_desktop.telemetry.prometheus import EngineMetrics
 
 log = logging.getLogger("laya.engine")
 
@@ -41,8 +41,7 @@ class Engine:
         self.router = Router(config)
         self.events = EventLog()
         self.requests = RequestLog()
-        self.metrics = EngineMetrics(live=self._live_figures)
-        self.events.add_listener(self.metrics.observe_event)
+        self.events.add_listener(lambda event: self.metrics.observe_event(event))
         self.responses = ResponseStore()  # the Responses API's previous_response_id
         # the scheduler admits a load against a fresh sample, taken when it asks for one
         self.models = ModelManager(config, RunnerEffects(self.events,
@@ -147,6 +146,13 @@ class Engine:
             log.info("applied the edited %s", self.config_path)
 
     # -- request log -------------------------------------------------------------------------
+    @functools.cached_property
+    def metrics(self):
+        """/metrics' registry (telemetry/prometheus.EngineMetrics), built on first use (an
+        event, a request, a scrape): prometheus_client need not load before /healthz answers."""
+        from laya_desktop.telemetry.prometheus import EngineMetrics
+        return EngineMetrics(live=self._live_figures)
+
     def record_request(self, fields: dict) -> None:
         self.metrics.observe_request(self.requests.record(**fields))
 

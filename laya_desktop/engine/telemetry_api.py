@@ -6,7 +6,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from laya_desktop.engine.admin_api import _since
-from laya_desktop.telemetry.prometheus import CONTENT_TYPE
 
 
 async def telemetry(request: Request) -> Response:
@@ -15,6 +14,7 @@ async def telemetry(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
+    from laya_desktop.telemetry.prometheus import CONTENT_TYPE  # prometheus_client, on first use
     return Response(request.app.state.engine.metrics.render(), media_type=CONTENT_TYPE)
 
 
