@@ -1,8 +1,9 @@
 """all-MiniLM-L6-v2 sentence embeddings in numpy: a 6-layer BERT read from its fp32 safetensors.
 
 Why numpy: the model is small (22 M parameters, 384 wide), so one request is a dozen matrix
-products per layer that OpenBLAS runs near the core's peak; onnxruntime would need a graph
-exporter (torch) and llama.cpp a GGUF conversion, for about the same time at these sizes. The
+products per layer that OpenBLAS runs near the core's peak, from the two extracted files alone.
+It is the reference the other encoders are checked against and the last fallback; the default
+runs the same network under onnxruntime in int8 (minilm_onnx), then llama.cpp (minilm_llama). The
 tokenizer is the model's own `tokenizer.json` under `tokenizers`, with its fixed 128 padding
 turned off (padding makes short prompts cost as much as long ones and pulls unrelated pairs
 together) and truncation done here, keeping the end of the text: in a chat the latest turn counts.

