@@ -218,10 +218,16 @@ def scores(test: list[dict], got: list[str]) -> dict:
 
 
 def encoders(folder: Path) -> dict:
+    from laya_desktop.routing.minilm_onnx import MiniLMOnnx
+    from laya_desktop.routing.minilm_onnx_graph import write_onnx
+
     files = model_files()
     q8 = write_gguf(files.weights, files.tokenizer, folder / "minilm-Q8_0.gguf", "Q8_0")
+    fp32 = write_onnx(files.weights, folder / "minilm-fp32.onnx", "fp32")
     made = {"numpy fp32": MiniLM(files), "llama.cpp F16": MiniLMLlama(files.gguf, files.tokenizer),
-            "llama.cpp Q8_0": MiniLMLlama(q8, files.tokenizer)}
+            "llama.cpp Q8_0": MiniLMLlama(q8, files.tokenizer),
+            "onnxruntime fp32": MiniLMOnnx(fp32, files.tokenizer),
+            "onnxruntime int8": MiniLMOnnx(files.onnx, files.tokenizer)}
     for encoder in made.values():  # warm up the encoder and the tokenizer
         for text in ("warm up the encoder", "and the tokenizer too, with a longer text this time"):
             encoder.encode(text)
