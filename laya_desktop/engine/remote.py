@@ -1,4 +1,4 @@
-"""Remote targets (`openai`, `anthropic`): requests go out through a pooled async HTTP client.
+"""Remote targets (`openai`, `anthropic`): requests go out through pooled keep-alive connections.
 
 A request in an API the remote speaks passes through unchanged (tool calls and all) except
 `model`, which becomes the remote's name, and Laya's own `tags` field, which stays here. Any other
@@ -18,9 +18,12 @@ import httpx
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError, bad_request
 from laya_desktop.engine.outputs import Failed
+from laya_desktop.engine.upstream_http import Origin, UpstreamClient
 
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 300.0
+MAX_CONNECTIONS = 200
+MAX_IDLE = 32
 LAYA_FIELDS = ("tags",)
 TIMEOUT = {"timeout": httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S).as_dict()}
 # No Accept-Encoding: a relayed answer goes out byte for byte, so it must come in uncompressed.
@@ -34,59 +37,59 @@ class RemoteError(Exception):
 
 
 class RemoteClient:
-    """The pooled connections to remote models: an httpx transport driven directly.
+    """The pooled connections to remote models.
 
-    httpx's Client layers (URL merging, auth and redirect flows, a cookie jar that an upstream's
-    Set-Cookie would fill for every other request) cost about a fifth of the engine's CPU time on
-    a relayed request and do nothing for a gateway. The transports, built on first use, keep
-    the connection pools, the proxies from the environment, the timeouts and httpx's errors and
-    Response. Building one loads the CA certificates, so an engine without remote models never
-    pays for that at start-up.
+    A remote reached directly goes through engine/upstream_http.py, a lean HTTP/1.1 client
+    (httpx's transport took about half of the engine's CPU time on a relayed request). One behind
+    a proxy from the environment (HTTP(S)_PROXY / ALL_PROXY, unless NO_PROXY exempts its host)
+    goes through an httpx transport, as before. Both raise httpx's errors and answer with
+    httpx.Response's interface. Neither loads the CA certificates before an https remote is used.
     """
 
     def __init__(self):
-        self._transports: dict[str | None, httpx.AsyncHTTPTransport] = {}   # by proxy URL
-        self._routes: dict[tuple[str, str], httpx.AsyncHTTPTransport] = {}  # (scheme, host)
-        self._urls: dict[str, httpx.URL] = {}
+        self._direct = UpstreamClient(CONNECT_TIMEOUT_S, READ_TIMEOUT_S, MAX_CONNECTIONS, MAX_IDLE)
+        self._proxied: dict[str, httpx.AsyncHTTPTransport] = {}   # by proxy URL
+        # by URL: an Origin (direct), or the parsed URL and its proxy's transport
+        self._routes: dict[str, Origin | tuple[httpx.URL, httpx.AsyncHTTPTransport]] = {}
 
-    def _pool(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
-        """The transport for `url`: through HTTP(S)_PROXY / ALL_PROXY unless NO_PROXY exempts
-        the host, as httpx's client does."""
-        key = (url.scheme, url.host)
-        transport = self._routes.get(key)
-        if transport is None:
+    def _route(self, url: str) -> Origin | tuple[httpx.URL, httpx.AsyncHTTPTransport]:
+        route = self._routes.get(url)
+        if route is None:
+            if len(self._routes) > 1024:   # remote URLs come from models.yaml: a few per config
+                self._routes.clear()
+            parsed = httpx.URL(url)
             proxies = urllib.request.getproxies()
-            proxy = proxies.get(url.scheme) or proxies.get("all")
-            if proxy and urllib.request.proxy_bypass(url.host):
-                proxy = None
-            transport = self._transports.get(proxy)
-            if transport is None:
-                transport = self._transports[proxy] = httpx.AsyncHTTPTransport(
-                    proxy=proxy, limits=httpx.Limits(max_connections=200, max_keepalive_connections=32))
-            self._routes[key] = transport
-        return transport
+            proxy = proxies.get(parsed.scheme) or proxies.get("all")
+            if not proxy or urllib.request.proxy_bypass(parsed.host):
+                route = Origin(parsed)
+            else:
+                transport = self._proxied.get(proxy)
+                if transport is None:
+                    transport = self._proxied[proxy] = httpx.AsyncHTTPTransport(
+                        proxy=proxy, limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
+                                                         max_keepalive_connections=MAX_IDLE))
+                route = (parsed, transport)
+            self._routes[url] = route
+        return route
 
-    def _url(self, url: str) -> httpx.URL:
-        parsed = self._urls.get(url)
-        if parsed is None:
-            if len(self._urls) > 1024:   # remote URLs come from models.yaml: a few per config
-                self._urls.clear()
-            parsed = self._urls[url] = httpx.URL(url)
-        return parsed
-
-    async def post(self, url: str, payload: dict, headers: dict) -> httpx.Response:
+    async def post(self, url: str, payload: dict, headers: dict):
         """POST `payload` as JSON; the answer's body is left to stream (aiter_raw, aread)."""
         # the encoding httpx's json= uses
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode("utf-8")
-        request = httpx.Request("POST", self._url(url), headers={**REQUEST_HEADERS, **headers},
+        route = self._route(url)
+        if isinstance(route, Origin):
+            return await self._direct.post(route, {**REQUEST_HEADERS, **headers}, body)
+        parsed, transport = route
+        request = httpx.Request("POST", parsed, headers={**REQUEST_HEADERS, **headers},
                                 content=body, extensions=TIMEOUT)
-        response = await self._pool(request.url).handle_async_request(request)
+        response = await transport.handle_async_request(request)
         response.request = request
         return response
 
     async def aclose(self) -> None:
-        for transport in self._transports.values():
+        await self._direct.aclose()
+        for transport in self._proxied.values():
             await transport.aclose()
 
 

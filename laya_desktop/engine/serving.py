@@ -275,25 +275,33 @@ async def serve(request: Request, api: Api) -> Response:
 
 async def unless_client_leaves(request: Request, start):
     """`await start()` (queue wait, model load, first event), given up as soon as the client
-    disconnects, so a gone client does not keep its place in the queue. None when it left."""
-    outcome: dict = {}
+    disconnects, so a gone client does not keep its place in the queue. None when it left.
 
-    async def watch(cancel_scope) -> None:
+    Plain asyncio, not an anyio task group: one watcher task that cancels this one. The group took
+    about 15 % of the engine's CPU time on a relayed request (its cancel scope formats the task's
+    repr into every cancel reason)."""
+    task = asyncio.current_task()
+    left = False
+
+    async def watch() -> None:
+        nonlocal left
         # The body has been read: all that can still arrive is the disconnect.
         while (await request.receive())["type"] != "http.disconnect":
             pass
-        cancel_scope.cancel()
+        left = True
+        task.cancel()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch, tg.cancel_scope)
-        try:
-            outcome["result"] = await start()
-        except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
-            outcome["error"] = exc
-        tg.cancel_scope.cancel()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("result")
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await start()
+    except asyncio.CancelledError:
+        if not left:
+            raise
+        if hasattr(task, "uncancel"):   # Python 3.11+: the cancel was ours, not the caller's
+            task.uncancel()
+        return None
+    finally:
+        watcher.cancel()
 
 
 async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: list[int]):

@@ -1,0 +1,88 @@
+"""engine/http_server.py: uvicorn's httptools protocol with an answer's head and body in one write.
+A real uvicorn server on loopback; the socket transport's writes are recorded as they happen."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from engine_harness import free_port
+from laya_desktop.engine.http_server import EngineHttpProtocol
+
+WRITES: list[bytes] = []
+
+
+class RecordingProtocol(EngineHttpProtocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        send = transport.write
+
+        def write(data: bytes) -> None:
+            WRITES.append(bytes(data))
+            send(data)
+        transport.write = write
+        super().connection_made(transport)
+
+
+async def whole(request):
+    return JSONResponse({"answer": "x" * 100})
+
+
+async def stream(request):
+    async def events():
+        await asyncio.sleep(0.5)
+        yield b"data: 1\n\n"
+        yield b"data: 2\n\n"
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+@contextlib.contextmanager
+def server():
+    app = Starlette(routes=[Route("/whole", whole), Route("/stream", stream)])
+    port = free_port()
+    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                            lifespan="off", http=RecordingProtocol))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not running.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_a_whole_answer_leaves_in_one_write_and_keep_alive_holds():
+    with server() as url, httpx.Client(base_url=url) as client:
+        WRITES.clear()
+        for _ in range(3):
+            response = client.get("/whole")
+            assert response.status_code == 200 and response.json() == {"answer": "x" * 100}
+        assert len(WRITES) == 3   # one per answer: head and body together
+        assert all(w.startswith(b"HTTP/1.1 200 OK\r\n") and w.endswith(b"x" * 100 + b'"}')
+                   for w in WRITES)
+
+
+def test_a_streams_head_leaves_before_its_first_event():
+    with server() as url:
+        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as sock:
+            WRITES.clear()
+            sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            started = time.monotonic()
+            first = sock.recv(65536)
+            waited = time.monotonic() - started
+            assert first.startswith(b"HTTP/1.1 200 OK\r\n") and b"data: 1" not in first
+            assert waited < 0.4   # not held back until the event 0.5 s later
+            rest = b""
+            while b"0\r\n\r\n" not in rest:
+                rest += sock.recv(65536)
+    assert b"data: 1\n\n" in rest and b"data: 2\n\n" in rest
