@@ -9,10 +9,10 @@ import sys
 import threading
 from collections import namedtuple
 
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from laya_desktop.telemetry import system_sampler
 from laya_desktop.telemetry.events import EVENT_KINDS, REQUEST_FIELDS, EventLog, RequestLog
 from laya_desktop.telemetry.gpu import GpuSampler
 from laya_desktop.telemetry.model_sample import ModelSample, ModelState
@@ -154,7 +154,7 @@ def test_sample_has_every_field():
 def test_swap_rates_from_counter_deltas(monkeypatch):
     Swap = namedtuple("Swap", "total used free percent sin sout")
     counters = iter([(0, 0), (4096 * 10, 4096 * 20), (4096 * 5, 4096 * 30)])  # last: counter reset
-    monkeypatch.setattr(system_sampler.psutil, "swap_memory",
+    monkeypatch.setattr(psutil, "swap_memory",
                         lambda: Swap(1 << 30, 0, 1 << 30, 0.0, *next(counters)))
     clock = iter([100.0, 102.0, 103.0])
     sampler = SystemSampler(clock=lambda: next(clock))

@@ -5,8 +5,6 @@ import asyncio
 import time
 from typing import Callable
 
-import psutil
-
 from laya_desktop.config.schema import ModelConfig
 from laya_desktop.engine.served_model import ServedModel
 
@@ -31,9 +29,11 @@ class RunnerEffects:
         return self._sample()
 
     def ram_available(self) -> int:
+        import psutil  # not on the start-up path: the telemetry sampler imports it in a worker
         return psutil.virtual_memory().available
 
     async def wait_memory_back(self, before: int, freed: int) -> None:
+        import psutil
         deadline = time.monotonic() + MEMORY_BACK_TIMEOUT_S
         while time.monotonic() < deadline:
             if psutil.virtual_memory().available - before >= freed // 2:

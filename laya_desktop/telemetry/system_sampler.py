@@ -6,14 +6,15 @@ swap_memory, cpu_percent(interval=None), each reading a /proc file) takes ~0.2 m
 `process_memory(pid)` reads /proc/PID/statm in ~13 µs. psutil's memory_full_info walks
 /proc/PID/smaps instead: ~0.2 ms for a small process, milliseconds for a runner with a big mapped
 model, so it stays off the sampling path.
+
+psutil is imported by `start()` (or the first sample), not with this module: the engine's
+telemetry service starts the sampler in a worker thread once it runs, off the path to /healthz.
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
-
-import psutil
 
 from laya_desktop.telemetry.gpu import GpuSampler
 
@@ -27,14 +28,20 @@ class SystemSampler:
         self.gpu = gpu if gpu is not None else GpuSampler()
         self._clock = clock
         self._prev_swap: tuple[float, int, int] | None = None
-        psutil.cpu_percent(interval=None)  # the first call only sets the reference point
+        self._psutil = None
 
     def start(self) -> None:
-        """Look for the GPUs now (NVML; blocking, so a worker thread's job) instead of on the
-        first sample."""
+        """Import psutil and look for the GPUs (NVML) now instead of on the first sample:
+        blocking, so a worker thread's job."""
+        if self._psutil is None:
+            import psutil
+            psutil.cpu_percent(interval=None)  # the first call only sets the reference point
+            self._psutil = psutil
         self.gpu.start()
 
     def sample(self) -> dict:
+        self.start()
+        psutil = self._psutil
         now = self._clock()
         vm = psutil.virtual_memory()
         sw = psutil.swap_memory()
@@ -85,6 +92,7 @@ def process_memory(pid: int) -> dict | None:
             return None
         resident, shared = int(fields[1]) * _PAGE, int(fields[2]) * _PAGE
         return {"rss": resident, "private": resident - shared, "shared": shared}
+    import psutil
     try:
         rss = int(psutil.Process(pid).memory_info().rss)
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
