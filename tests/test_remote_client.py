@@ -98,3 +98,23 @@ def test_connections_are_kept_alive(monkeypatch):
     finally:
         upstream.shutdown()
         upstream.server_close()
+
+
+@pytest.mark.parametrize("tail, expected", [
+    # a whole chat answer whose text mentions the key: only the real object counts
+    (json.dumps({"choices": [{"message": {"content": 'a "usage": {"prompt_tokens": 99}'}}],
+                 "usage": {"prompt_tokens": 3, "completion_tokens": 4}}).encode(), (3, 4)),
+    # chat stream: usage after the finish, a null one before it
+    (b'data: {"choices":[{"finish_reason":"stop"}],"usage":null}\n\n'
+     b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\ndata: [DONE]\n\n', (1, 2)),
+    # Responses' response.completed, Anthropic's message_delta (output tokens only)
+    (b'data: {"type":"response.completed","response":{"usage":{"input_tokens":5,"output_tokens":6}}}\n\n', (5, 6)),
+    (b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":9}}\n\n'
+     b'event: message_stop\ndata: {"type":"message_stop"}\n\n', (None, 9)),
+    (b'{"usage": null}', None),
+    (b'data: {"usage": {"prompt_tok', None),   # cut off
+])
+def test_usage_is_read_from_the_answers_end(tail, expected):
+    from laya_desktop.engine.remote import find_usage
+    usage = find_usage(tail)
+    assert (None if usage is None else (usage["prompt_tokens"], usage["completion_tokens"])) == expected

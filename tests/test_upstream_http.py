@@ -201,6 +201,14 @@ def test_silence_is_a_read_timeout_and_a_closed_port_a_connect_error():
         asyncio.run(_post(_client(), f"http://127.0.0.1:{port}/v1"))
 
 
+def test_bytes_that_keep_coming_are_no_timeout():
+    pieces = [piece for n in range(8) for piece in (0.1, b"%d" % n)]
+    with scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n", *pieces) as server:
+        started = time.monotonic()
+        _, content = asyncio.run(_post(_client(read_timeout_s=0.25), server.url()))
+    assert content == b"01234567" and time.monotonic() - started > 0.7   # longer than the timeout
+
+
 def test_a_body_left_unread_closes_its_connection():
     with scripted(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", 0.05,
                   b"0\r\n\r\n") as server:

@@ -25,6 +25,8 @@ READ_TIMEOUT_S = 300.0
 MAX_CONNECTIONS = 200
 MAX_IDLE = 32
 LAYA_FIELDS = ("tags",)
+USAGE_TAIL_BYTES = 4096   # of a stream, kept to find its usage in
+_JSON = json.JSONDecoder()
 TIMEOUT = {"timeout": httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S).as_dict()}
 # No Accept-Encoding: a relayed answer goes out byte for byte, so it must come in uncompressed.
 REQUEST_HEADERS = {"Accept": "*/*", "User-Agent": "laya-desktop"}
@@ -132,20 +134,23 @@ class RemoteStream:
     first_event_at: float
     stream: bool
     attempts: list = field(default_factory=list)
-    usage: dict | None = None
+    tail: bytes = b""   # the answer's end, where its usage is: read once the answer is out
 
     async def raw(self):
         tail = b""
         async for chunk in self.response.aiter_raw():
-            tail = (tail + chunk)[-4096:]
+            tail = (tail + chunk)[-USAGE_TAIL_BYTES:]
             yield chunk
-        self.usage = _find_usage(tail)
+        self.tail = tail
 
     async def read(self) -> bytes:
-        """The whole answer (a non-streamed one), its usage noted."""
-        body = await self.response.aread()
-        self.usage = _find_usage(body[-4096:])
-        return body
+        """The whole answer (a non-streamed one)."""
+        self.tail = await self.response.aread()
+        return self.tail
+
+    @property
+    def usage(self) -> dict | None:
+        return find_usage(self.tail)
 
     passthrough = True
 
@@ -178,23 +183,24 @@ class TranslatedStream:
         self.served.touch()
 
 
-def _find_usage(tail: bytes) -> dict | None:
-    text = tail.decode("utf-8", "ignore")
-    for line in reversed(text.splitlines()):
-        line = line.removeprefix("data:").strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if usage is None and isinstance(data, dict) and isinstance(data.get("response"), dict):
-            usage = data["response"].get("usage")   # Responses: response.completed
-        if isinstance(usage, dict):
-            # Anthropic and Responses count input/output tokens; chat counts prompt/completion
-            return {"prompt_tokens": usage.get("prompt_tokens", usage.get("input_tokens")),
-                    "completion_tokens": usage.get("completion_tokens", usage.get("output_tokens"))}
+def find_usage(tail: bytes) -> dict | None:
+    """The token counts of the last "usage" object in an answer's end (a whole JSON answer, or
+    the last SSE events), or None. Only that object is parsed, not the answer: the key's quotes
+    cannot occur inside a JSON string, where quotes are escaped."""
+    at = tail.rfind(b'"usage"')
+    while at >= 0:
+        rest = tail[at + 7:].decode("utf-8", "ignore").lstrip()
+        if rest.startswith(":"):
+            try:
+                usage, _ = _JSON.raw_decode(rest[1:].lstrip())
+            except ValueError:
+                usage = None
+            if isinstance(usage, dict):
+                # Anthropic and Responses count input/output tokens; chat counts prompt/completion
+                return {"prompt_tokens": usage.get("prompt_tokens", usage.get("input_tokens")),
+                        "completion_tokens": usage.get("completion_tokens",
+                                                       usage.get("output_tokens"))}
+        at = tail.rfind(b'"usage"', 0, at)
     return None
 
 

@@ -36,6 +36,11 @@ def run_serve(args) -> int:
     # asyncio warns for every write to a socket whose client already left mid-stream; the
     # request's own cleanup handles that case, so the warnings are only noise.
     logging.getLogger("asyncio").setLevel(logging.ERROR)
+    # Every request writes a log line; none of the engine's formats shows the caller's file and
+    # line, thread or process, so records skip finding them (the logging docs' "Optimization").
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging.logAsyncioTasks = False   # Python 3.12+
     path = find_config_path(args.config)
     try:
         config = load_config(path)

@@ -6,10 +6,9 @@ and cancels the body iterator at once so its `finally` frees the runner's slot.
 """
 from __future__ import annotations
 
+import asyncio
 import json
-from functools import partial
 
-import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -22,15 +21,30 @@ def sse(payload: dict) -> bytes:
 
 class DisconnectAwareStreamingResponse(StreamingResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as tg:
-            async def run_then_cancel(func) -> None:
-                try:
-                    await func()
-                except OSError:
-                    pass  # the client went away mid-write
-                tg.cancel_scope.cancel()
+        # Plain asyncio rather than an anyio task group, whose cancel scope formats the task's
+        # repr into every cancel reason: a watcher task cancels this one when the client leaves.
+        task = asyncio.current_task()
+        left = False
 
-            tg.start_soon(run_then_cancel, partial(self.stream_response, send))
-            await run_then_cancel(partial(self.listen_for_disconnect, receive))
+        async def watch() -> None:
+            nonlocal left
+            await self.listen_for_disconnect(receive)
+            left = True
+            task.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await self.stream_response(send)
+        except OSError:
+            pass  # the client went away mid-write
+        except asyncio.CancelledError:
+            if not left:
+                raise
+            if hasattr(task, "uncancel"):   # Python 3.11+: the cancel was ours, not the caller's
+                task.uncancel()
+        finally:
+            # the watcher cannot have run since the last write completed the response: no await
+            # lies between that write and this
+            watcher.cancel()
         if self.background is not None:
             await self.background()

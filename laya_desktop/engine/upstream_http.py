@@ -24,6 +24,7 @@ import httpx
 MAX_HEAD_BYTES = 64 * 1024    # status line and headers; h11's default limit is 16 KiB
 HIGH_WATER = 256 * 1024       # unread answer bytes before the socket stops being read
 KEEPALIVE_EXPIRY_S = 5.0      # httpx.Limits' default: an idle connection older than this is closed
+WATCHDOG_TICKS = 10
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"   # where str.splitlines splits
 
 
@@ -78,8 +79,11 @@ class _Connection(asyncio.Protocol):
         self.eof = False
         self.lost: BaseException | None = None
         self.idle_since = 0.0
+        self.busy = False   # a request is on it
+        self.received = 0   # data_received calls, for the read-timeout watchdog
         self._waiter: asyncio.Future | None = None
         self._paused = False
+        self._watchdog: asyncio.TimerHandle | None = None
 
     # asyncio.Protocol
     def connection_made(self, transport) -> None:
@@ -87,6 +91,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        self.received += 1
         if len(self.buffer) > HIGH_WATER and not self._paused:
             self._paused = True
             self.transport.pause_reading()
@@ -109,18 +114,36 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     # for the reader
-    async def more(self, timeout_s: float) -> None:
-        """Wait until more bytes or the end arrived, up to the read timeout."""
+    async def more(self) -> None:
+        """Wait until more bytes or the end arrived (or the read timeout passed: ReadTimeout)."""
         if self._paused:
             self._paused = False
             self.transport.resume_reading()
-        waiter = self._waiter = self.loop.create_future()
-        timer = self.loop.call_later(timeout_s, _time_out, waiter)
+        self._waiter = self.loop.create_future()
         try:
-            await waiter
+            await self._waiter
         finally:
-            timer.cancel()
             self._waiter = None
+
+    def watch(self, timeout_s: float) -> None:
+        """Keep the read timeout while a request is on this connection: one timer that ticks
+        every tenth of the timeout fails a wait after 11 ticks without bytes, between 1 and
+        1.1 timeouts after the last (a timer per wait cost more than the rest of the read)."""
+        self.busy = True
+        if self._watchdog is None:
+            self._watchdog = self.loop.call_later(timeout_s / WATCHDOG_TICKS, self._tick,
+                                                  timeout_s, self.received, 0)
+
+    def _tick(self, timeout_s: float, seen: int, quiet: int) -> None:
+        self._watchdog = None
+        if not self.busy or self.eof:
+            return
+        quiet = quiet + 1 if self.received == seen and self._waiter is not None else 0
+        if quiet > WATCHDOG_TICKS:
+            _time_out(self._waiter)
+            quiet = 0
+        self._watchdog = self.loop.call_later(timeout_s / WATCHDOG_TICKS, self._tick,
+                                              timeout_s, self.received, quiet)
 
     def broken(self, what: str) -> httpx.HTTPError:
         """The error for an end of the connection before `what` was complete."""
@@ -133,13 +156,14 @@ class _Connection(asyncio.Protocol):
                 and self.loop.time() - self.idle_since < KEEPALIVE_EXPIRY_S)
 
     def close(self) -> None:
+        self.busy = False
         if self.transport is not None:
             self.transport.close()
         self.pool._forget(self)
 
 
-def _time_out(waiter: asyncio.Future) -> None:
-    if not waiter.done():
+def _time_out(waiter: asyncio.Future | None) -> None:
+    if waiter is not None and not waiter.done():
         waiter.set_exception(httpx.ReadTimeout("timed out"))
 
 
@@ -147,10 +171,10 @@ class UpstreamResponse:
     """An answer whose body is read from its connection as the caller asks for it."""
 
     def __init__(self, conn: _Connection, status_code: int, reason: str, headers: Headers,
-                 framing: str, length: int, keep_alive: bool, read_timeout_s: float):
+                 framing: str, length: int, keep_alive: bool):
         self.status_code, self.reason_phrase, self.headers = status_code, reason, headers
         self._conn, self._framing, self._left = conn, framing, length
-        self._keep_alive, self._timeout = keep_alive, read_timeout_s
+        self._keep_alive = keep_alive
         self._content: bytes | None = None
         self._done = framing == "none"
         if self._done:
@@ -173,7 +197,7 @@ class UpstreamResponse:
                 if conn.eof:
                     raise conn.broken("peer closed connection without sending complete message "
                                       f"body: {self._left} bytes missing")
-                await conn.more(self._timeout)
+                await conn.more()
             piece = bytes(conn.buffer[:self._left])
             del conn.buffer[:len(piece)]
             self._left -= len(piece)
@@ -183,7 +207,7 @@ class UpstreamResponse:
         if self._framing == "chunked":
             return await self._next_chunk(conn)
         while not conn.buffer and not conn.eof:   # close-delimited
-            await conn.more(self._timeout)
+            await conn.more()
         if not conn.buffer:
             self._keep_alive = False
             self._finish()
@@ -198,14 +222,14 @@ class UpstreamResponse:
                 while not conn.buffer:
                     if conn.eof:
                         raise conn.broken("peer closed connection without sending complete message body: incomplete chunked read")
-                    await conn.more(self._timeout)
+                    await conn.more()
                 piece = bytes(conn.buffer[:self._left])
                 del conn.buffer[:len(piece)]
                 self._left -= len(piece)
                 if not self._left:
                     self._left = -1   # its CRLF comes next
                 return piece
-            line = await _line(conn, self._timeout)
+            line = await _line(conn)
             if self._left == -1:      # the CRLF after a chunk's data
                 if line:
                     raise httpx.RemoteProtocolError("malformed chunked encoding")
@@ -219,7 +243,7 @@ class UpstreamResponse:
             if size < 0:
                 raise httpx.RemoteProtocolError("malformed chunk size")
             if size == 0:
-                while await _line(conn, self._timeout):   # trailers, up to the blank line
+                while await _line(conn):   # trailers, up to the blank line
                     pass
                 self._finish()
                 return b""
@@ -287,7 +311,7 @@ def _charset(content_type: str) -> str:
     return "utf-8"
 
 
-async def _line(conn: _Connection, timeout_s: float) -> bytes:
+async def _line(conn: _Connection) -> bytes:
     """One line of the answer's framing (chunk sizes, trailers), without its end."""
     while True:
         end = conn.buffer.find(b"\n")
@@ -299,7 +323,7 @@ async def _line(conn: _Connection, timeout_s: float) -> bytes:
             raise conn.broken("peer closed connection without sending complete message body: incomplete chunked read")
         if len(conn.buffer) > MAX_HEAD_BYTES:
             raise httpx.RemoteProtocolError("a chunk's size line is too long")
-        await conn.more(timeout_s)
+        await conn.more()
 
 
 def _head_end(buffer: bytearray) -> tuple[int, int]:
@@ -312,19 +336,20 @@ def _head_end(buffer: bytearray) -> tuple[int, int]:
 
 
 def _parse_head(head: bytes) -> tuple[str, int, str, Headers]:
-    lines = head.decode("latin-1").split("\n")
-    version, _, rest = lines[0].rstrip("\r").partition(" ")
+    text = head.decode("latin-1")
+    lines = text.split("\r\n") if "\r" in text else text.split("\n")
+    version, _, rest = lines[0].partition(" ")
     code, _, reason = rest.partition(" ")
-    if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+    if version[:7] != "HTTP/1." or len(code) != 3 or not code.isdigit():
         raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}")
-    headers = Headers()
+    fields: dict[str, str] = {}
     for line in lines[1:]:
-        name, colon, value = line.rstrip("\r").partition(":")
-        if not colon or not name or name != name.strip():
+        name, colon, value = line.partition(":")
+        if not colon or not name or name[-1] in " \t" or "\r" in line:
             raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
         name, value = name.lower(), value.strip()
-        headers[name] = f"{dict.__getitem__(headers, name)}, {value}" if dict.__contains__(headers, name) else value
-    return version, int(code), reason, headers
+        fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    return version, int(code), reason, Headers(fields)
 
 
 def _framing(status: int, headers: Headers) -> tuple[str, int]:
@@ -363,6 +388,7 @@ class UpstreamClient:
         data = head_bytes(origin, headers, len(body)) + body
         conn = self._idle_connection(origin.key) or await self._connect(origin)
         try:
+            conn.watch(self.read_timeout_s)
             conn.transport.write(data)
             return await self._read_head(conn)
         except BaseException:
@@ -378,7 +404,7 @@ class UpstreamClient:
                                       if not conn.buffer else "incomplete response head")
                 if len(conn.buffer) > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("the response head is too long")
-                await conn.more(self.read_timeout_s)
+                await conn.more()
                 end, body_at = _head_end(conn.buffer)
             head = bytes(conn.buffer[:end])
             del conn.buffer[:body_at]
@@ -389,8 +415,7 @@ class UpstreamClient:
             connection = dict.get(headers, "connection", "").lower()
             keep_alive = framing != "close" and (
                 "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection)
-            return UpstreamResponse(conn, status, reason, headers, framing, length, keep_alive,
-                                    self.read_timeout_s)
+            return UpstreamResponse(conn, status, reason, headers, framing, length, keep_alive)
 
     def _idle_connection(self, key: tuple) -> _Connection | None:
         idle = self._idle.get(key)
@@ -447,6 +472,7 @@ class UpstreamClient:
         return self._ssl
 
     def _release(self, conn: _Connection, keep_alive: bool) -> None:
+        conn.busy = False
         idle = self._idle.setdefault(conn.origin_key, [])
         if keep_alive and not conn.eof and not conn.buffer and sum(map(len, self._idle.values())) < self.max_idle:
             conn.idle_since = conn.loop.time()
