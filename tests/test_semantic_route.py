@@ -320,3 +320,41 @@ def test_probe_suggests_a_margin_over_the_negatives():
     assert loo["threshold"] == 0.0 and loo["recall"] == 0.0
     one_negative, _ = validate_semantic({"examples": CODE_EXAMPLES, "negatives": ["a poem"]})
     assert set(probe(one_negative, [], [], shared_embeddings())["margin_suggestions"].values()) == {None}
+
+
+@pytest.mark.parametrize("text, head", [
+    ('summarize this email: "the meeting moved to friday at ten, bring the slides"',
+     "summarize this email"),
+    ("translate from swedish\njag älskar att läsa böcker på vintern", "translate from swedish"),
+    ("tl;dr: the shop closes early on monday", None),            # one word before the colon
+    ("what does this mean: hola", None),                          # too little after it
+    ("write a haiku about rain", None),                           # no lead-in at all
+])
+def test_lead_in_is_the_request_before_the_text_it_is_about(text, head):
+    from laya_desktop.routing.semantic import lead_in
+    assert lead_in(text) == head
+
+
+def test_a_pasted_text_is_scored_by_its_lead_in_too():
+    """Embedded whole, "summarize this: <a text about football>" scores as football; its lead-in
+    says the task."""
+    raw = raw_config()
+    raw["routes"][1] = {"name": "summarize", "target": "a", "match": {"semantic": {
+        "examples": ["summarize this article for me", "give me a short summary of the text below",
+                     "condense these notes into three bullet points"],
+        "negatives": ["who won the football world cup in 2014"], "threshold": 0.4}}}
+    config, errors = validate_config(raw)
+    assert errors == []
+    router = Router(config)
+    prompt = ("Summarize this match report for me: \"The home side scored twice in the last ten "
+              "minutes, the keeper saved a penalty, and the league title race is open again\"")
+    from laya_desktop.routing.semantic import lead_in, semantic_text
+    text = semantic_text(extract(CHAT, chat(prompt), None).user_text_lower)
+    whole = router.semantic.embeddings(text)
+    head = router.semantic.embeddings(lead_in(text))
+    rule = router.semantic._by_name["summarize"]
+    assert rule.score(whole).score < 0.4 <= rule.score(head).score  # the whole text alone misses
+    decision = router.decide_body(CHAT, chat(prompt), None)
+    assert decision.rule == "summarize"
+    scored = router.semantic.score("summarize", extract(CHAT, chat(prompt), None).user_text_lower)
+    assert scored.holds and scored.nearest in raw["routes"][1]["match"]["semantic"]["examples"]

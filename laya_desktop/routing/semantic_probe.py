@@ -4,7 +4,7 @@ traffic, and threshold suggestions. Qt-free and engine-free: `embed` is any Text
 from __future__ import annotations
 
 from laya_desktop.config.schema import SemanticMatch
-from laya_desktop.routing.semantic import SemanticRule, TextEmbeddings, semantic_text
+from laya_desktop.routing.semantic import SemanticRule, TextEmbeddings, semantic_text, text_vectors
 from laya_desktop.routing.semantic_threshold import (MODES, Suggestion, leave_one_out_margins,
                                                       leave_one_out_scores, measure,
                                                       negative_margins, nearest_scores, suggest)
@@ -43,7 +43,8 @@ def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], emb
             "recent_share": (sum(r >= s.threshold for r in recent) / len(recent)) if recent else None}
     margin_suggestions = {mode: _margin_suggestion(margins, mode, precision) for mode in MODES}
     return {
-        "prompts": [{"text": p, **rule.score(embed(semantic_text(p.lower()))).as_json()} for p in prompts],
+        "prompts": [{"text": p, **rule.score(text_vectors(embed, semantic_text(p.lower()))).as_json()}
+                    for p in prompts],
         "scores": {"examples_leave_one_out": positives, "negatives": negatives, "recent": recent},
         "suggestions": suggestions, "margin_suggestions": margin_suggestions, "precision": precision,
     }
