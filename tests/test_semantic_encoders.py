@@ -126,6 +126,19 @@ def test_onnxruntime_int8_stays_close(numpy_encoder, onnx_encoder):
     assert float(pair[0] @ pair[1]) == pytest.approx(0.7553, abs=0.03)
 
 
+def test_the_int8_graph_is_what_onnxruntime_quantize_dynamic_makes(onnx_encoder, tmp_path):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    fp32 = write_onnx(model_files().weights, tmp_path / "minilm-fp32.onnx", "fp32")
+    quantize_dynamic(str(fp32), str(tmp_path / "minilm-int8.onnx"), op_types_to_quantize=["MatMul"],
+                     weight_type=QuantType.QInt8, per_channel=True)
+    theirs = MiniLMOnnx(tmp_path / "minilm-int8.onnx", model_files().tokenizer)
+    try:
+        assert min(float(onnx_encoder.encode(t) @ theirs.encode(t)) for t in VARIED) > 0.99999
+    finally:
+        theirs.close()
+
+
 def test_onnxruntime_encodes_from_several_threads(onnx_encoder):
     expected = {t: onnx_encoder.encode(t) for t in TEXTS}
     before = onnx_encoder.encoded

@@ -4,16 +4,18 @@ Exporting through torch would pull torch into the install for one 22 M-parameter
 network is a plain 6-layer BERT, so its graph is written here, op by op, for one unpadded text:
 input `ids` (n,) int64, output `pooled` (384,), the mean over tokens (the caller normalises it).
 No attention mask: a single text has no padding to hide. The query weights carry the 1/sqrt(32)
-score scale, so no Mul runs per layer. GELU is the erf form, as in BERT.
+score scale, so no Mul runs per layer. GELU is the erf form, as in BERT, written in the order
+onnxruntime fuses into one Gelu.
 
-`write_onnx(..., "int8")` then quantises the four matrices of each layer with onnxruntime's
-dynamic quantisation (int8 weights, one scale per output channel; activations quantised per
-run); the attention products, the embeddings (gathered, not multiplied) and the norms stay fp32.
+The int8 graph quantises the four matrices of each layer as onnxruntime's quantize_dynamic does
+(int8 weights with one symmetric scale per output channel; activations quantised as each text
+runs: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul, which onnxruntime fuses), but
+written here: onnxruntime.quantization imports its modules by bare name from its own folder,
+which a PyInstaller bundle does not have. The attention products, the embeddings (gathered, not
+multiplied) and the norms stay fp32.
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
 import os
 from pathlib import Path
@@ -21,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from laya_desktop.routing.minilm import HEADS, HIDDEN, LAYERS, MAX_TOKENS, read_safetensors
 
@@ -31,9 +32,10 @@ _HEAD = HIDDEN // HEADS
 
 
 class _Graph:
-    def __init__(self):
+    def __init__(self, kind: str):
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
+        self._int8 = kind == "int8"
         self._count = 0
 
     def const(self, name: str, array: np.ndarray) -> str:
@@ -41,16 +43,26 @@ class _Graph:
         self.initializers.append(numpy_helper.from_array(array if array.flags.c_contiguous else array.copy(), name))
         return name
 
-    def op(self, op_type: str, *inputs: str, name: str = "", **attrs) -> str:
+    def op(self, op_type: str, *inputs: str, name: str = "", outputs: int = 1, **attrs):
         self._count += 1
         out = name or f"{op_type.lower()}_{self._count}"
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
-        return out
+        names = [out] if outputs == 1 else [f"{out}:{i}" for i in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=out, **attrs))
+        return out if outputs == 1 else names
 
     def linear(self, x: str, name: str, weight: np.ndarray, bias: np.ndarray) -> str:
         """x @ weight.T + bias, weight as torch stores it (out, in)."""
-        w = self.const(name + ".w", np.asarray(weight, np.float32).T)
-        return self.op("Add", self.op("MatMul", x, w, name=name), self.const(name + ".b", np.asarray(bias, np.float32)))
+        w = np.asarray(weight, np.float32).T
+        b = self.const(name + ".b", np.asarray(bias, np.float32))
+        if not self._int8:
+            return self.op("Add", self.op("MatMul", x, self.const(name + ".w", w), name=name), b)
+        scale = (np.maximum(np.abs(w).max(axis=0), 1e-12) / 127).astype(np.float32)
+        q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        xq, x_scale, x_zero = self.op("DynamicQuantizeLinear", x, name=name + ".x_q", outputs=3)
+        product = self.op("MatMulInteger", xq, self.const(name + ".w_q", q), x_zero,
+                          self.const(name + ".w_zero", np.zeros(q.shape[1], np.int8)), name=name)
+        scales = self.op("Mul", x_scale, self.const(name + ".w_scale", scale))
+        return self.op("Add", self.op("Mul", self.op("Cast", product, to=TensorProto.FLOAT), scales), b)
 
     def layer_norm(self, x: str, name: str, t: dict, prefix: str) -> str:
         return self.op("LayerNormalization", x, self.const(name + ".g", np.array(t[prefix + ".weight"])),
@@ -77,16 +89,19 @@ def _attention(g: _Graph, x: str, t: dict, i: int) -> str:
 def _feed_forward(g: _Graph, x: str, t: dict, i: int) -> str:
     p = f"encoder.layer.{i}."
     up = g.linear(x, f"l{i}.up", t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"])
-    half = g.op("Mul", up, g.const(f"l{i}.half", np.float32(0.5)))
-    erf = g.op("Erf", g.op("Mul", up, g.const(f"l{i}.rsqrt2", np.float32(1 / math.sqrt(2)))))
-    gelu = g.op("Mul", half, g.op("Add", erf, g.const(f"l{i}.one", np.float32(1.0))))
+    # x * (1 + erf(x / sqrt 2)) * 0.5, in the order onnxruntime recognises as one Gelu
+    erf = g.op("Erf", g.op("Div", up, g.const(f"l{i}.sqrt2", np.float32(math.sqrt(2)))))
+    gelu = g.op("Mul", g.op("Mul", up, g.op("Add", erf, g.const(f"l{i}.one", np.float32(1.0)))),
+                g.const(f"l{i}.half", np.float32(0.5)))
     down = g.linear(gelu, f"l{i}.down", t[p + "output.dense.weight"], t[p + "output.dense.bias"])
     return g.layer_norm(g.op("Add", down, x), f"l{i}.ln2", t, p + "output.LayerNorm")
 
 
-def build_model(weights: Path) -> onnx.ModelProto:
+def build_model(weights: Path, kind: str = "int8") -> onnx.ModelProto:
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r}: valid are {', '.join(KINDS)}")
     t = read_safetensors(weights)
-    g = _Graph()
+    g = _Graph(kind)
     words = g.const("word_embeddings", np.array(t["embeddings.word_embeddings.weight"]))
     # every text is one segment: token type 0's row is added to the positions once, here
     positions = np.array(t["embeddings.position_embeddings.weight"][:MAX_TOKENS])
@@ -112,40 +127,11 @@ def build_model(weights: Path) -> onnx.ModelProto:
 
 def write_onnx(weights: Path, out: Path, kind: str = "int8") -> Path:
     """Write the graph to `out` through a temporary name, so no reader sees half a file."""
-    if kind not in KINDS:
-        raise ValueError(f"kind {kind!r}: valid are {', '.join(KINDS)}")
+    model = build_model(weights, kind)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    fp32 = out.with_name(f"{out.name}.{os.getpid()}.fp32.tmp")
     try:
-        onnx.save(build_model(weights), str(fp32 if kind == "int8" else tmp))
-        if kind == "int8":
-            # per output channel: one scale per weight row kept the cosine to fp32 at 0.98-0.9999
-            # on the labelled prompts, where one scale per matrix let it fall to 0.91
-            with _without_preprocess_advice():
-                quantize_dynamic(str(fp32), str(tmp), op_types_to_quantize=["MatMul"],
-                                 weight_type=QuantType.QInt8, per_channel=True)
+        onnx.save(model, str(tmp))
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-        fp32.unlink(missing_ok=True)
     return out
-
-
-@contextlib.contextmanager
-def _without_preprocess_advice():
-    """quantize_dynamic advises its shape-inference pre-pass through the root logger (which, with
-    no handler yet, would also set up logging for the whole process); the graph built here has
-    no shapes to infer, so the advice is dropped and the root logger left as it was."""
-    root = logging.getLogger()
-    drop = logging.Filter()
-    drop.filter = lambda record: "pre-processing before quantization" not in record.getMessage()
-    placeholder = logging.NullHandler() if not root.handlers else None
-    root.addFilter(drop)
-    if placeholder:
-        root.addHandler(placeholder)
-    try:
-        yield
-    finally:
-        root.removeFilter(drop)
-        if placeholder:
-            root.removeHandler(placeholder)
