@@ -73,7 +73,9 @@ class ApiKeyMiddleware:
         return any([_key_matches(given, k) for k in wanted])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        server = self.engine.config.server
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or not (
+                server.api_key or server.admin_api_key):   # no key to check: no headers to read
             await self.app(scope, receive, send)
             return
         given = _given_key(dict(scope["headers"]))

@@ -139,26 +139,36 @@ class EngineMetrics:
         self.guard_actions = Counter("laya_guard_actions", "Memory guard actions: emergency "
                                      "unloads, refused loads, evictions to admit a model.",
                                      ["action", "model"], registry=r)
+        self._children: dict[tuple, object] = {}
         if live is not None:
             r.register(LiveCollector(live))
+
+    def _child(self, metric, *values: str):
+        """metric.labels(*values), remembered: labels() checks and converts its values on every
+        call, and every request moves five series."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def observe_request(self, entry: dict) -> None:
         """One finished request, shaped like a request-log entry."""
         api, model, rule = entry.get("api") or "", entry.get("model") or "", entry.get("rule") or ""
         status = str(int(entry.get("status") or 0))
-        self.requests.labels(api, rule, model, status).inc()
+        self._child(self.requests, api, rule, model, status).inc()
         if entry.get("fallback_from"):
-            self.fallbacks.labels(rule, entry["fallback_from"], model).inc()
+            self._child(self.fallbacks, rule, entry["fallback_from"], model).inc()
         for counter, key in ((self.prompt_tokens, "prompt_tokens"),
                              (self.cached_tokens, "cached_tokens"),
                              (self.completion_tokens, "completion_tokens")):
             n = entry.get(key)
             if isinstance(n, (int, float)) and n > 0:
-                counter.labels(model).inc(n)
+                self._child(counter, model).inc(n)
         if entry.get("ttft_ms") is not None:
-            self.ttft.labels(model).observe(entry["ttft_ms"] / 1000)
+            self._child(self.ttft, model).observe(entry["ttft_ms"] / 1000)
         if entry.get("duration_ms") is not None:
-            self.duration.labels(api, model).observe(entry["duration_ms"] / 1000)
+            self._child(self.duration, api, model).observe(entry["duration_ms"] / 1000)
 
     def observe_event(self, event: dict) -> None:
         kind = event.get("kind") or ""
