@@ -168,6 +168,16 @@ def test_a_close_delimited_answer_is_read_to_the_end_and_not_reused():
     assert len(server.ports) == 2
 
 
+def test_repeated_and_folded_headers_read_as_httpx_reads_them():
+    answer = (b"HTTP/1.1 200 OK\r\nX-Many: a\r\nX-Many: b\r\nX-Folded: one\r\n two\r\n"
+              b"Content-Length: 2\r\n\r\nok")
+    with scripted(answer) as server:
+        response, _ = asyncio.run(_post(_client(), server.url()))
+        expected = httpx.post(server.url(), content=b"{}").headers
+    assert response.headers.get("x-many") == expected.get("x-many") == "a, b"
+    assert response.headers.get("X-Folded") == "one two"
+
+
 def test_an_informational_answer_is_skipped():
     with scripted(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok") as server:
         response, content = asyncio.run(_post(_client(), server.url()))

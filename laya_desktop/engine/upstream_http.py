@@ -343,9 +343,13 @@ def _parse_head(head: bytes) -> tuple[str, int, str, Headers]:
     if version[:7] != "HTTP/1." or len(code) != 3 or not code.isdigit():
         raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}")
     fields: dict[str, str] = {}
+    name = ""
     for line in lines[1:]:
+        if line[:1] in (" ", "\t") and name:   # obs-fold: the previous header goes on (as h11 reads it)
+            fields[name] = f"{fields[name]} {line.strip()}".strip()
+            continue
         name, colon, value = line.partition(":")
-        if not colon or not name or name[-1] in " \t" or "\r" in line:
+        if not colon or not name or name[-1] in " \t" or name[0] in " \t" or "\r" in line:
             raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
         name, value = name.lower(), value.strip()
         fields[name] = f"{fields[name]}, {value}" if name in fields else value
