@@ -1,4 +1,5 @@
-"""engine/http_server.py: uvicorn's httptools protocol with an answer's head and body in one write.
+"""engine/http_server.py: uvicorn's httptools protocol with what an answer writes in one loop turn
+sent as one write.
 A real uvicorn server on loopback; the socket transport's writes are recorded as they happen."""
 from __future__ import annotations
 
@@ -43,9 +44,17 @@ async def stream(request):
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+async def stream_at_once(request):
+    async def events():
+        yield b"data: 1\n\n"
+        yield b"data: 2\n\n"
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
 @contextlib.contextmanager
 def server():
-    app = Starlette(routes=[Route("/whole", whole), Route("/stream", stream)])
+    app = Starlette(routes=[Route("/whole", whole), Route("/stream", stream),
+                            Route("/stream-at-once", stream_at_once)])
     port = free_port()
     running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                             lifespan="off", http=RecordingProtocol))
@@ -70,6 +79,15 @@ def test_a_whole_answer_leaves_in_one_write_and_keep_alive_holds():
         assert len(WRITES) == 3   # one per answer: head and body together
         assert all(w.startswith(b"HTTP/1.1 200 OK\r\n") and w.endswith(b"x" * 100 + b'"}')
                    for w in WRITES)
+
+
+def test_a_stream_that_has_all_its_events_leaves_in_one_write():
+    with server() as url, httpx.Client(base_url=url) as client:
+        WRITES.clear()
+        response = client.get("/stream-at-once")
+        assert response.text == "data: 1\n\ndata: 2\n\n"
+    (write,) = WRITES   # head, both chunks and the chunked terminator
+    assert write.startswith(b"HTTP/1.1 200 OK\r\n") and write.endswith(b"0\r\n\r\n")
 
 
 def test_a_streams_head_leaves_before_its_first_event():

@@ -1,11 +1,12 @@
-"""The engine's HTTP/1.1 server protocol: uvicorn's httptools protocol, with an answer's head and
-body sent in one write.
+"""The engine's HTTP/1.1 server protocol: uvicorn's httptools protocol, with what an answer writes
+in one turn of the event loop sent as one write.
 
 uvicorn writes a response's status line and headers as soon as the app starts the response, and
-the body when it comes: for a whole answer that is two sends, so the client wakes twice and the
-engine pays for a second loopback send.
-Here a write is held until the next write, which then goes out with it, or until the event loop
-runs its next callbacks: a whole answer leaves as one send, a stream's head still leaves at once.
+each piece of the body when it comes: a whole answer was two sends, a relayed stream that had
+all its bytes three (head and chunk, then the chunked terminator), so the client woke that often
+and the engine paid a loopback send each time. Here the writes of one turn are joined and sent
+when the loop runs its next callbacks; a stream's chunks that come one turn apart still leave
+one by one, and past FLUSH_BYTES held the bytes leave at once (flow control sees them).
 """
 from __future__ import annotations
 
@@ -16,37 +17,42 @@ try:
 except ImportError:   # httptools is a dependency; a checkout without it still serves, on h11
     from uvicorn.protocols.http.h11_impl import H11Protocol as UvicornProtocol
 
-COPY_LIMIT = 256 * 1024
+FLUSH_BYTES = 256 * 1024
 
 
 class HeldWrites:
-    """A transport whose writes leave with the next write or on the loop's next turn; everything
-    else is the socket transport's."""
+    """A transport whose writes of one loop turn leave together at its end; everything else is
+    the socket transport's."""
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
         self._transport = transport
         self._loop = loop
-        self._held: bytes | None = None
+        self._held: list[bytes] | None = None
+        self._size = 0
 
     def write(self, data: bytes) -> None:
+        if not data:
+            return
         held = self._held
-        if held is not None:
-            self._held = None
-            if len(data) < COPY_LIMIT:
-                self._transport.write(held + data)
-                return
-            self._transport.write(held)   # a large body: two sends rather than a copy
-            self._transport.write(data)
-        elif data:
-            self._held = data
+        if held is None:
+            self._held, self._size = [data], len(data)
             self._loop.call_soon(self.flush)
+            return
+        if len(data) >= FLUSH_BYTES:   # a large body: two sends rather than a copy of it
+            self.flush()
+            self._transport.write(data)
+            return
+        held.append(data)
+        self._size += len(data)
+        if self._size >= FLUSH_BYTES:
+            self.flush()
 
     def flush(self) -> None:
         held = self._held
         if held is not None:
             self._held = None
             if not self._transport.is_closing():   # the client may have left in the meantime
-                self._transport.write(held)
+                self._transport.write(held[0] if len(held) == 1 else b"".join(held))
 
     def close(self) -> None:
         self.flush()

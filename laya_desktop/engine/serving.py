@@ -439,12 +439,14 @@ async def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) ->
         finally:
             # no shield: the only cancel here is the response's one-shot task.cancel()
             await gen.close()
-            _note_remote_usage(gen, record)
-            record.finish(engine, status)
+
+    def then() -> None:   # once the stream's end is out: its log entry is not on the client's clock
+        _note_remote_usage(gen, record)
+        record.finish(engine, status)
 
     media_type = gen.response.headers.get("content-type", "application/json")
     return DisconnectAwareStreamingResponse(body(), status_code=gen.response.status_code,
-                                            media_type=media_type, headers=headers)
+                                            media_type=media_type, headers=headers, then=then)
 
 
 async def _relay_whole(engine, api: Api, gen, headers: dict, record: RequestRecord) -> Response:
@@ -469,7 +471,8 @@ async def _relay_whole(engine, api: Api, gen, headers: dict, record: RequestReco
 
 class _ThenLog(Response):
     """A whole answer whose request-log entry (and its "why") is written once the answer is out,
-    or the client gone: that bookkeeping is not on the client's clock."""
+    or the client gone: that bookkeeping is not on the client's clock. It runs on the loop's next
+    turn, after the answer's held writes (engine/http_server.py) have left."""
 
     def __init__(self, *args, then, **kwargs):
         super().__init__(*args, **kwargs)
@@ -479,7 +482,7 @@ class _ThenLog(Response):
         try:
             await super().__call__(scope, receive, send)
         finally:
-            self._then()
+            asyncio.get_running_loop().call_soon(self._then)
 
 
 async def list_models(request: Request) -> Response:

@@ -20,6 +20,13 @@ def sse(payload: dict) -> bytes:
 
 
 class DisconnectAwareStreamingResponse(StreamingResponse):
+    """`then`, if given, runs once the response is done (sent, failed or the client gone), on the
+    loop's next turn: after the stream's last held write has left (engine/http_server.py)."""
+
+    def __init__(self, *args, then=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._then = then
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Plain asyncio rather than an anyio task group, whose cancel scope formats the task's
         # repr into every cancel reason: a watcher task cancels this one when the client leaves.
@@ -46,5 +53,7 @@ class DisconnectAwareStreamingResponse(StreamingResponse):
             # the watcher cannot have run since the last write completed the response: no await
             # lies between that write and this
             watcher.cancel()
+            if self._then is not None:
+                asyncio.get_running_loop().call_soon(self._then)
         if self.background is not None:
             await self.background()
