@@ -3,11 +3,11 @@ lists of outputs (no engine). The end-to-end tests with the anthropic SDK are fu
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import subprocess
 from pathlib import Path
 
-import anthropic.types as at
 import jsonschema
 import pydantic
 import pytest
@@ -230,7 +230,17 @@ def _events(outputs) -> list[tuple[str, dict]]:
     return events
 
 
-STREAM_EVENT = pydantic.TypeAdapter(at.RawMessageStreamEvent)
+@functools.cache
+def anthropic_types():
+    """The SDK's own types, imported by the tests that check against them (the import takes
+    seconds, which every pytest-xdist worker would pay at collection)."""
+    import anthropic.types
+    return anthropic.types
+
+
+@functools.cache
+def stream_event():
+    return pydantic.TypeAdapter(anthropic_types().RawMessageStreamEvent)
 
 
 def test_stream_of_text_and_tool_use():
@@ -242,7 +252,7 @@ def test_stream_of_text_and_tool_use():
         "message_delta", "message_stop"]
     for name, payload in events:
         if name != "ping":
-            STREAM_EVENT.validate_python(payload)
+            stream_event().validate_python(payload)
     start = events[0][1]["message"]
     assert start["id"].startswith("msg_") and start["role"] == "assistant" and start["model"] == "m"
     assert events[6][1] == {"type": "content_block_start", "index": 1, "content_block": {
@@ -277,7 +287,7 @@ def test_collect():
                 Finished("tool_calls", Usage(12, 5))):
         result.add(out)
     message = MESSAGES.collect(parse(), result, Meta(model="m"))
-    at.Message.model_validate(message)
+    anthropic_types().Message.model_validate(message)
     assert message["content"] == [{"type": "text", "text": "It is raining."},
                                   {"type": "tool_use", "id": "toolu_9", "name": "get_weather",
                                    "input": {"city": "Oslo"}}]
@@ -302,7 +312,7 @@ def engine(tmp_path_factory):
     from engine_harness import running_engine
     config = {"server": {"api_key": API_KEY},
               "models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
-                          "n_ctx": 4096, "parallel": 2}],
+                          "n_ctx": 8192, "parallel": 2}],
               "routes": [{"name": "default", "target": "smol"}]}
     with running_engine(config, tmp_path_factory.mktemp("messages")) as eng:
         yield eng

@@ -61,7 +61,7 @@ class Runner:
         while len(final) < len(ids):
             event = self.next(timeout=max(deadline - time.monotonic(), 0.01))
             log.append(event)
-            if event["event"] == "token":
+            if event["event"] == "token" and event["id"] in texts:   # others' tokens may come between
                 texts[event["id"]] += event["text"]
             elif event["event"] in ("done", "error") and event.get("id") in texts:
                 final[event["id"]] = event

@@ -349,9 +349,14 @@ class LoadTestPanel(QWidget):
         if batch and self.running:
             self.status.setText(self.tr("running… {done} done, {errors} failed").format(done=done, errors=errors))
 
-    def _on_report(self, report: LoadTestReport) -> None:
+    def _flush_last(self) -> None:
+        """The run ended: its last results, drawn now (a tick's redraw is rate-limited, so without
+        the forced one a sweep's last step could stay off the live curves)."""
         self._flush()
         self.live.redraw(force=True)
+
+    def _on_report(self, report: LoadTestReport) -> None:
+        self._flush_last()
         self.report = report
         summary = report.summary()
         self.results.show_report(summary, [r.latency_ms for r in report.results if r.ok])
@@ -360,12 +365,12 @@ class LoadTestPanel(QWidget):
         self.finished.emit(True, report)
 
     def _on_error(self, exc: Exception) -> None:
-        self._flush()
+        self._flush_last()
         self._end(QCoreApplication.translate("LoadTestPanel", "load test failed: {error}").format(error=exc))
         self.finished.emit(False, exc)
 
     def _on_sweep(self, sweep: dict) -> None:
-        self._flush()
+        self._flush_last()
         self.sweep = sweep
         self.sweep_view.show_result(sweep)
         # the results tab shows every request of the sweep together
@@ -377,7 +382,7 @@ class LoadTestPanel(QWidget):
         self.sweep_finished.emit(True, sweep)
 
     def _on_sweep_error(self, exc: Exception) -> None:
-        self._flush()
+        self._flush_last()
         self._end(QCoreApplication.translate("LoadTestPanel", "sweep failed: {error}").format(error=exc))
         self.sweep_finished.emit(False, exc)
 
