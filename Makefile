@@ -14,7 +14,7 @@ BUILD_HINT := make: installing failed. If llama-cpp-python failed to build, it n
 TS_FILES := $(wildcard laya_desktop/gui/i18n/*.ts)
 QM_FILES := $(TS_FILES:.ts=.qm)
 
-.PHONY: run serve test bench install install-dev clean screenshots translations translations-update
+.PHONY: run serve test test-slow test-all bench install install-dev clean screenshots translations translations-update
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -68,8 +68,24 @@ run: $(STAMP_RUN) $(QM_FILES)
 serve: $(STAMP_RUN)
 	$(PY) -m laya_desktop serve
 
+# Two tiers. `make test`: everything but the `slow` marker, on up to 4 pytest-xdist workers (one
+# per CPU): policy in-process, the engine, runners and GUI as real processes on tiny models.
+# `make test-slow`: the end-to-end runs that take minutes (the real Codex CLI and Claude Code turns,
+# the built-in models' text and tool calls, soaks, memory squeezes, admission races, screenshots),
+# one at a time since each one loads the CPUs itself. CI runs both; `make test-all` does too.
+# Byte code is cached even where PYTHONDONTWRITEBYTECODE is set: every engine and runner the tests
+# start would compile the package again (a second or more of CPU each), and the workers would
+# rewrite every test module's asserts again at collection.
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+
 test: $(STAMP_DEV) $(STAMP_AGENTS)
-	QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+test-slow: $(STAMP_DEV) $(STAMP_AGENTS)
+	$(TEST_ENV) $(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+test-all: test test-slow
 
 bench: $(STAMP_DEV)
 	$(PY) -m laya_desktop bench route --rules 100 --requests 20000

@@ -25,6 +25,10 @@ from laya_desktop.engine.memory_policy import GIB, LoadedModel, MemoryState, pla
 from engine_harness import running_engine
 from test_memory_guard_e2e import settled_available
 
+# make test-slow: races with real runner processes; the scheduler's own tests
+# (test_scheduler_policy) run in-process
+pytestmark = pytest.mark.slow
+
 MIB = 1 << 20
 CFG = MemoryConfig(reserved_system_gb=2, ram_high_pct=90, vram_high_pct=92)
 

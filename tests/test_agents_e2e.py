@@ -19,6 +19,9 @@ import yaml
 from agent_clients import ROOT, agent_binary, claude_env, codex_env
 from engine_harness import running_engine
 
+# make test-slow: the real Codex CLI and Claude Code, full turns on the built-in model
+pytestmark = pytest.mark.slow
+
 PROMPT = "In one sentence, what is the sea?"
 RESULTS = ROOT / "bench" / "results" / "agent_turns.json"
 

@@ -14,6 +14,8 @@ from openai import BadRequestError, OpenAI
 
 from engine_harness import running_engine
 
+pytestmark = pytest.mark.slow  # make test-slow: SmolLM2's real tool calls end to end
+
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The current weather in a city.",
     "parameters": {"type": "object", "properties": {

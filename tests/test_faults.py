@@ -203,6 +203,7 @@ def config_variant(gguf, i: int) -> dict:
     return config
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_models_yaml_survives_a_kill_during_a_save(tiny_gguf, tmp_path):
     import random
@@ -284,6 +285,7 @@ while True:            # nothing but saves: a kill at any moment lands inside on
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_models_yaml_survives_kills_inside_the_atomic_save(tiny_gguf, tmp_path):
     import random

@@ -11,6 +11,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine_harness import running_engine
 
+# make test-slow: real runners squeezed for memory; the policy runs in-process in
+# test_memory_policy and test_scheduler_policy
+pytestmark = pytest.mark.slow
+
 GIB = 1 << 30
 
 SQUEEZER = r"""

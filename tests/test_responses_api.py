@@ -515,6 +515,7 @@ def run_codex(tmp_path, base_url: str, model: str, prompt: str, timeout: float):
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_codex_parses_a_whole_turn_on_a_tiny_model(tmp_path, tiny_gguf):
     """Codex's real turn (~31k tokens for the tiny model's byte-level vocabulary: developer

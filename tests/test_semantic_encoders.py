@@ -126,6 +126,7 @@ def test_onnxruntime_int8_stays_close(numpy_encoder, onnx_encoder):
     assert float(pair[0] @ pair[1]) == pytest.approx(0.7553, abs=0.03)
 
 
+@pytest.mark.slow   # quantises the whole graph again with onnxruntime.quantization (seconds)
 def test_the_int8_graph_is_what_onnxruntime_quantize_dynamic_makes(onnx_encoder, tmp_path):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # make test-slow: minutes of load against a real engine
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

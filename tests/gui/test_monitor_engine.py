@@ -59,6 +59,7 @@ def test_threshold_lines_follow_a_config_change(setup, qtbot):
     assert any(e["kind"] == "config_applied" for e in monitor.ring.events.items)
 
 
+@pytest.mark.slow
 def test_markers_still_appear_after_600_events(setup, qtbot):
     window, http = setup
     monitor = window.panel("monitor")

@@ -11,6 +11,9 @@ import pytest
 
 from conftest import engine_processes, free_port, gui_config, write_config
 
+# make test-slow: the whole app with built-in models under offscreen Qt
+pytestmark = pytest.mark.slow
+
 PICTURES = ("models", "routes", "monitor", "requests", "chat", "loadtest")
 REPO = Path(__file__).resolve().parents[2]
 
