@@ -8,6 +8,7 @@ import contextlib
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -21,10 +22,14 @@ from laya_desktop.engine.upstream_http import Origin, UpstreamClient
 class ScriptedServer:
     """Answers every request on a connection with `script`: a list of bytes to send, floats to
     pause for, and "close" to end the connection. Keeps each request's bytes and each
-    connection's client port."""
+    connection's client port. With `answers`, a connection's request after that many is read, and
+    gets `cut` and the connection's end (`reset`: a TCP RST); with no `cut`, a keep-alive timeout
+    that ran out just as the request came."""
 
-    def __init__(self, script: list, tls: ssl.SSLContext | None = None):
+    def __init__(self, script: list, tls: ssl.SSLContext | None = None,
+                 answers: int | None = None, cut: bytes = b"", reset: bool = False):
         self.script, self.tls = script, tls
+        self.answers, self.cut, self.reset = answers, cut, reset
         self.requests: list[bytes] = []
         self.ports: list[int] = []
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -51,6 +56,7 @@ class ScriptedServer:
                 return   # the client refused our certificate
         with conn:
             buffer = b""
+            answered = 0
             while True:
                 while b"\r\n\r\n" not in buffer:
                     data = conn.recv(65536)
@@ -64,6 +70,12 @@ class ScriptedServer:
                     rest += conn.recv(65536)
                 self.requests.append(head + b"\r\n\r\n" + rest[:length])
                 buffer = rest[length:]
+                if answered == self.answers:
+                    conn.sendall(self.cut)
+                    if self.reset:
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return
+                answered += 1
                 for step in self.script:
                     if step == "close":
                         return
@@ -77,8 +89,9 @@ class ScriptedServer:
 
 
 @contextlib.contextmanager
-def scripted(*script, tls: ssl.SSLContext | None = None):
-    server = ScriptedServer(list(script), tls)
+def scripted(*script, tls: ssl.SSLContext | None = None, answers: int | None = None,
+             cut: bytes = b"", reset: bool = False):
+    server = ScriptedServer(list(script), tls, answers, cut, reset)
     try:
         yield server
     finally:
@@ -217,6 +230,38 @@ def test_bytes_that_keep_coming_are_no_timeout():
         started = time.monotonic()
         _, content = asyncio.run(_post(_client(read_timeout_s=0.25), server.url()))
     assert content == b"01234567" and time.monotonic() - started > 0.7   # longer than the timeout
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
+def test_a_kept_connection_the_server_closed_as_we_sent_is_retried_once_on_a_new_one(reset):
+    with scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", answers=1, reset=reset) as server:
+        async def go():
+            client = _client()
+            contents = [(await _post(client, server.url(), b'{"n": %d}' % n))[1] for n in range(3)]
+            await client.aclose()
+            return contents
+        assert asyncio.run(go()) == [b"ok"] * 3
+    # the second request reached the first connection, then went again on a new one, as the third
+    assert [r.rsplit(b"\r\n\r\n", 1)[1] for r in server.requests] == \
+        [b'{"n": 0}', b'{"n": 1}', b'{"n": 1}', b'{"n": 2}', b'{"n": 2}']
+    assert len(server.ports) == 3
+
+
+def test_no_retry_once_an_answer_began_or_on_a_new_connection():
+    with scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", answers=1, cut=b"HTTP/1.1 200") as server:
+        async def go():
+            client = _client()
+            first = await _post(client, server.url())
+            with pytest.raises(httpx.RemoteProtocolError, match="incomplete response head"):
+                await _post(client, server.url())
+            await client.aclose()
+            return first
+        assert asyncio.run(go())[1] == b"ok"
+    assert len(server.requests) == 2 and len(server.ports) == 1
+    with scripted("close") as server:
+        with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+            asyncio.run(_post(_client(), server.url()))
+    assert len(server.requests) == 1
 
 
 def test_a_body_left_unread_closes_its_connection():

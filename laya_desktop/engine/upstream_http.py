@@ -6,7 +6,8 @@ a relayed request: some 700 Python calls, and the head and the body of a request
 so the upstream woke twice. This client covers what a remote model needs — POST over http:// or
 https:// (httpx's SSL context: its CA bundle and SSL_CERT_* variables), Content-Length, chunked or
 close-delimited answers, the connect, read and pool timeouts, httpx's keep-alive limits and idle
-expiry — and raises httpx's exception classes, so the code past it sees no difference. Proxies
+expiry, one retry on a new connection for a kept one the server closed as the request went out —
+and raises httpx's exception classes, so the code past it sees no difference. Proxies
 stay with httpx (engine/remote.py chooses).
 
 Its answer, `UpstreamResponse`, has the part of httpx.Response that the engine reads:
@@ -390,7 +391,19 @@ class UpstreamClient:
     async def post(self, origin: Origin, headers: dict, body: bytes) -> UpstreamResponse:
         """POST `body`; the answer's head is read, its body left to the caller."""
         data = head_bytes(origin, headers, len(body)) + body
-        conn = self._idle_connection(origin.key) or await self._connect(origin)
+        conn = self._idle_connection(origin.key)
+        if conn is not None:
+            seen = conn.received
+            try:
+                return await self._exchange(conn, data)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                if conn.received != seen:
+                    raise
+                # Not a byte of an answer on a kept connection: the server closed it as we sent
+                # (its keep-alive timeout, often 5 s or less, ran out). Once more on a new one.
+        return await self._exchange(await self._connect(origin), data)
+
+    async def _exchange(self, conn: _Connection, data: bytes) -> UpstreamResponse:
         try:
             conn.watch(self.read_timeout_s)
             conn.transport.write(data)
