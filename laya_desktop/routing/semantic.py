@@ -135,19 +135,22 @@ class SemanticRule:
 
     def nearest_score(self, vectors: np.ndarray) -> float:
         """The best score over the text's vectors (the whole text, its lead-in)."""
-        return max(top_k_mean(self._positive @ v, self.match.top_k) for v in _rows(vectors))
+        return self._best(self._positive, vectors)[0]
 
     def score(self, vectors: np.ndarray) -> SemanticScore:
-        k = self.match.top_k
-        score, vector = max(((top_k_mean(self._positive @ v, k), i) for i, v in enumerate(_rows(vectors))))
-        nearest = self.examples[int((self._positive @ _rows(vectors)[vector]).argmax())]
+        score, i = self._best(self._positive, vectors)
         neg_score = nearest_negative = None
         if len(self.negatives):
-            neg_score, j = max((top_k_mean(self._negative @ v, k), int((self._negative @ v).argmax()))
-                               for v in _rows(vectors))
+            neg_score, j = self._best(self._negative, vectors)
             nearest_negative = self.negatives[j]
-        return SemanticScore(score, nearest, neg_score, nearest_negative, self.match.threshold,
-                             margin=self.match.margin)
+        return SemanticScore(score, self.examples[i], neg_score, nearest_negative,
+                             self.match.threshold, margin=self.match.margin)
+
+    def _best(self, examples: np.ndarray, vectors: np.ndarray) -> tuple[float, int]:
+        """(score, index of the nearest example) for the text vector that scores best: one
+        product for all of them."""
+        k = self.match.top_k
+        return max((top_k_mean(sims, k), int(sims.argmax())) for sims in _rows(vectors) @ examples.T)
 
 
 def _rows(vectors: np.ndarray) -> np.ndarray:
