@@ -83,7 +83,7 @@ test: $(STAMP_DEV) $(STAMP_AGENTS)
 	$(TEST_ENV) $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-slow: $(STAMP_DEV) $(STAMP_AGENTS)
-	$(TEST_ENV) $(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+	$(TEST_ENV) LAYA_PROPERTY_EXAMPLES=full $(PY) -m pytest -q -m "slow or property" $(PYTEST_ARGS)
 
 test-all: test test-slow
 

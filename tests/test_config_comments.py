@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_budget import examples, property_test
+
 from laya_desktop.config import store
 from laya_desktop.config.roundtrip import update_yaml_text
 from laya_desktop.config.schema import ModelConfig, RouteConfig, RouteMatch
@@ -298,7 +300,8 @@ def test_the_file_keeps_its_indentation_style(tmp_path):
     assert new == plain.replace("routes:\n", "routes:\n" + added)
 
 
-@settings(max_examples=60, deadline=None)
+@property_test
+@settings(max_examples=examples(60), deadline=None)
 @given(text=st.sampled_from(["repo", HAND_WRITTEN, FLOW_ITEMS]), data=st.data())
 def test_any_reorder_reads_back_right_and_saves_again_unchanged(text, data):
     text = REPO_YAML.read_text() if text == "repo" else text

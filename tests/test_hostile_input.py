@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine_harness import running_engine
+from property_budget import examples, property_test
 
 SENT = {"count": 0, "started": None}
 TIMEOUT = httpx.Timeout(30.0)   # a hang fails the test instead of stalling it
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=examples(150), deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 LIMIT_MB = 1
 
@@ -166,6 +167,7 @@ def _dumps(body) -> bytes:
     return json.dumps(body).encode()
 
 
+@property_test
 @pytest.mark.parametrize("path", list(BASES))
 def test_mutated_bodies(client, path):
     @SETTINGS
@@ -178,9 +180,10 @@ def test_mutated_bodies(client, path):
     run()
 
 
+@property_test
 @pytest.mark.parametrize("path", list(BASES))
 def test_whole_bodies_of_any_json(client, path):
-    @settings(SETTINGS, max_examples=40)
+    @settings(SETTINGS, max_examples=examples(40))
     @given(body=json_values)
     def run(body):
         send(client, "POST", path, content=_dumps(body), headers={"content-type": "application/json"})
@@ -232,6 +235,7 @@ def test_huge_bodies_are_413_in_each_shape(client):
                 else error["code"] == "request_too_large"
 
 
+@property_test
 @SETTINGS
 @given(name=st.sampled_from(TRICKY_NAMES) | st.text(min_size=1, max_size=40))
 def test_model_names_in_paths(client, name):
@@ -276,13 +280,14 @@ def test_raw_paths(engine, target):
             assert b'"error"' in body, data[:300]
 
 
+@property_test
 def test_admin_config_put_mutations(client):
     """PUT /admin/config with a valid config changed here and there: a 200 or a 400 naming the
     errors; whatever was applied is put back so the rest of the module runs on the same config."""
     original = client.get("/admin/config").json()
     sections = {k: v for k, v in original.items() if isinstance(v, dict)}
 
-    @settings(SETTINGS, max_examples=40)
+    @settings(SETTINGS, max_examples=examples(40))
     @given(section=st.sampled_from(sorted(sections)), key=st.text(max_size=12)
            | st.sampled_from(["host", "port", "api_key", "max_body_mb", "cors_origins", "guard",
                               "ram_high_pct", "max_queue", "admin_api_key"]),

@@ -5,6 +5,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from property_budget import examples, property_test
+
 from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch
 from laya_desktop.routing.lint import LintWarning, implies, lint
 from laya_desktop.routing.request import extract
@@ -128,7 +130,8 @@ matches = st.builds(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@property_test
+@settings(max_examples=examples(1000), deadline=None)
 @given(later=matches, earlier=matches, data=st.data())
 def test_implies_is_sound(later, earlier, data):
     """Whenever lint says `earlier` covers `later`, every request `later` matches, `earlier` does.

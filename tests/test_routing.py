@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from property_budget import examples, property_test
+
 from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch
 from laya_desktop.routing.request import RouteRequest, extract
 from laya_desktop.routing.router import Decision, Router, make_scanner
@@ -304,7 +306,8 @@ def routers(cfg: Config):
             yield Router(cfg, scanner=scanner, first_tier_keywords=first_tier)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@property_test
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(keyword_lists=st.lists(st.lists(st.text(alphabet="abA", min_size=1, max_size=4),
                                        min_size=1, max_size=3), min_size=1, max_size=8),
        text=st.text(alphabet="abAB", max_size=16))
@@ -317,7 +320,8 @@ def test_keyword_scan_equals_reference(keyword_lists, text):
         assert router.decide(req) == expected
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@property_test
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(routes=rules, body=bodies, path=st.sampled_from([CHAT, COMPLETIONS]),
        header=st.none() | st.sampled_from(["x", "y,w", " z , "]))
 def test_router_equals_reference(routes, body, path, header):

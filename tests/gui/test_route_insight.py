@@ -6,12 +6,9 @@ import httpx
 import pytest
 
 from engine_harness import running_engine
-from laya_desktop.gui.config_doc import ConfigDocument
-from laya_desktop.gui.engine_client import EngineClient
-from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.panels.rule_editor import RuleEditor, parse_targets, targets_text
-from laya_desktop.gui.workers import WorkerPool
 from loopback_upstream import chat_upstreams
+from panel_harness import routes_panel
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +29,8 @@ def engine(tmp_path_factory):
 
 @pytest.fixture
 def panel(qtbot, engine):
-    pool = WorkerPool()
-    client = EngineClient(engine.url)
-    doc = ConfigDocument(pool, client)
-    panel = RoutesPanel(pool, doc)
-    qtbot.addWidget(panel)
-    with qtbot.waitSignal(doc.applied_changed, timeout=10000):   # read as the window does
-        doc.refresh()
-    yield panel
-    pool.shutdown(5000)
-    client.close()
+    with routes_panel(qtbot, engine.url) as panel:
+        yield panel
 
 
 def _cells(table) -> list[list[str]]:
