@@ -7,8 +7,9 @@ import openai
 import pytest
 
 from engine_harness import running_engine
+from installed import requires
 
-pytest.importorskip("mlx_lm")
+pytestmark = requires("mlx_lm")
 
 # Room for minutes of generation: a cancel that does not reach the runner shows as a busy slot.
 N_CTX = 32768

@@ -17,18 +17,17 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-pytest.importorskip("mlx.core")
-pytest.importorskip("mlx_lm")
 
+from installed import requires  # noqa: E402
 from laya_desktop.runners.batching import TextStream  # noqa: E402
 from laya_desktop.runners.memory_estimate import (  # noqa: E402
     mlx_kv_bytes_per_token as kv_bytes_per_token,
 )
 from laya_desktop.runners.mlx_backend import MlxBackend  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
 from mlx_factory import write_tiny_mlx_model  # noqa: E402
 from runner_steps import run, text_of  # noqa: E402
+
+pytestmark = requires("mlx.core", "mlx_lm")
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_EOS = {"2": -1e9}  # the factory's EOS id is 2 (specials come first in the vocab)

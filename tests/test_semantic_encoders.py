@@ -14,7 +14,6 @@ from laya_desktop.routing.minilm_files import model_files
 from laya_desktop.routing.minilm_gguf import write_gguf
 from laya_desktop.routing.minilm_llama import MiniLMLlama
 from laya_desktop.routing.minilm_onnx import MiniLMOnnx
-from laya_desktop.routing.minilm_onnx_graph import write_onnx
 from laya_desktop.routing.semantic import ENCODER_ENV, make_encoder
 
 TEXTS = ["a man is eating food.", "Fix the bug in my JavaScript code that retries an HTTP request",
@@ -99,6 +98,7 @@ def test_q8_0_gguf_stays_close(numpy_encoder, tmp_path):
 
 
 def test_onnxruntime_fp32_matches_numpy(numpy_encoder, tmp_path):
+    from laya_desktop.routing.minilm_onnx_graph import write_onnx  # onnx: 1 s to import
     files = model_files()
     encoder = MiniLMOnnx(write_onnx(files.weights, tmp_path / "minilm-fp32.onnx", "fp32"), files.tokenizer)
     try:
@@ -128,6 +128,7 @@ def test_onnxruntime_int8_stays_close(numpy_encoder, onnx_encoder):
 
 @pytest.mark.slow   # quantises the whole graph again with onnxruntime.quantization (seconds)
 def test_the_int8_graph_is_what_onnxruntime_quantize_dynamic_makes(onnx_encoder, tmp_path):
+    from laya_desktop.routing.minilm_onnx_graph import write_onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = write_onnx(model_files().weights, tmp_path / "minilm-fp32.onnx", "fp32")

@@ -8,8 +8,9 @@ import yaml
 from PySide6.QtWidgets import QDialogButtonBox
 
 from conftest import engine_processes, free_port, gui_config, start_window, write_config
+from installed import requires
 
-pytest.importorskip("mlx_lm")
+pytestmark = requires("mlx_lm")
 
 GGUF_ONLY = {"n_gpu_layers", "n_threads", "kv_cache_type", "chat_format"}
 
