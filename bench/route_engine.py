@@ -6,11 +6,16 @@ keywords mixed in, so most prompts hit few keywords. The targets are remote mode
 loopback port: the request fails after routing, which is all this measures. The same bodies are
 also decided in this process, side by side, as the baseline the header is compared with.
 
-    python bench/route_engine.py [--rules 100] [--requests 2000] [--json]
+With --baseline-tree DIR (another checkout, say `git worktree add DIR <commit>`), an engine
+running that tree's Laya gets every body too, in alternating order with this one's.
+
+    python bench/route_engine.py [--rules 100] [--requests 2000] [--baseline-tree DIR] [--json]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import statistics
 import sys
@@ -21,7 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from engine_harness import running_engine  # noqa: E402
+from gateway_overhead import _engine_from  # noqa: E402
 from publish import publish  # noqa: E402
 
 from laya_desktop.config.store import config_to_dict  # noqa: E402
@@ -53,8 +58,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", type=int, default=100)
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--baseline-tree", type=Path, default=None,
+                        help="another checkout whose engine is measured beside this one's")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    trees = {"this": Path(__file__).resolve().parents[1]}
+    if args.baseline_tree is not None:
+        trees["baseline"] = args.baseline_tree.resolve()
+    load_before = os.getloadavg()
 
     workload = build_workload(args.rules, 0)
     keywords = sorted({k for r in workload.config.routes for k in r.match.keywords})
@@ -71,24 +82,42 @@ def main() -> int:
         router.decide_body("/v1/chat/completions", body, None)
         in_process.append((time.perf_counter_ns() - started) / 1000)
 
-    header = []
-    with tempfile.TemporaryDirectory() as folder:
+    header: dict[str, list[float]] = {name: [] for name in trees}
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         config = config_to_dict(workload.config)
-        with running_engine(config, Path(folder)) as engine, httpx.Client(base_url=engine.url) as c:
-            for body in bodies:
-                r = c.post("/v1/chat/completions", json=body)
-                header.append(float(r.headers["x-laya-route-us"]))
+        clients = {}
+        for name, tree in trees.items():
+            (Path(folder) / name).mkdir()
+            engine = stack.enter_context(_engine_from(tree, config, Path(folder) / name))
+            clients[name] = stack.enter_context(httpx.Client(base_url=engine.url))
+        order = list(trees)
+        for i, body in enumerate(bodies):  # each engine goes first in turn: a busy moment hits all
+            for name in order[i % len(order):] + order[:i % len(order)]:
+                r = clients[name].post("/v1/chat/completions", json=body)
+                header[name].append(float(r.headers["x-laya-route-us"]))
 
     report = {"rules": args.rules, "requests": args.requests, "keywords": len(keywords),
-              "engine_route_us": percentiles(header), "in_process_us": percentiles(in_process),
-              "ratio_p50": round(statistics.median(header) / statistics.median(in_process), 2)}
-    table = (f"rules {args.rules}, {len(keywords)} keywords, {args.requests} ordinary prompts\n"
-             f"  X-Laya-Route-Us (engine)   p50 {report['engine_route_us']['p50']:>7} µs  "
-             f"p95 {report['engine_route_us']['p95']:>7}  p99 {report['engine_route_us']['p99']:>7}\n"
-             f"  decide_body (in process)   p50 {report['in_process_us']['p50']:>7} µs  "
-             f"p95 {report['in_process_us']['p95']:>7}  p99 {report['in_process_us']['p99']:>7}\n"
-             f"  ratio engine / in-process at p50: {report['ratio_p50']}")
-    publish("route_engine", report, table, args.json)
+              "engine_route_us": percentiles(header["this"]), "in_process_us": percentiles(in_process),
+              "ratio_p50": round(statistics.median(header["this"]) / statistics.median(in_process), 2),
+              "load_average": [round(x, 2) for x in (load_before[0], os.getloadavg()[0])],
+              "cpus": os.cpu_count()}
+    row = lambda label, p: (f"  {label:<34} p50 {p['p50']:>7} µs  p95 {p['p95']:>7}  "  # noqa: E731
+                            f"p99 {p['p99']:>7}")
+    lines = [f"rules {args.rules}, {len(keywords)} keywords, {args.requests} ordinary prompts, "
+             f"load average {report['load_average'][0]} -> {report['load_average'][1]} "
+             f"on {report['cpus']} CPUs",
+             row("X-Laya-Route-Us (engine)", report["engine_route_us"])]
+    if "baseline" in trees:
+        base = report["baseline"] = {"tree": str(trees["baseline"]),
+                                     "engine_route_us": percentiles(header["baseline"])}
+        report["ratio_to_baseline_p50"] = round(
+            statistics.median(header["this"]) / statistics.median(header["baseline"]), 2)
+        lines.append(row("X-Laya-Route-Us (baseline tree)", base["engine_route_us"]))
+    lines += [row("decide_body (in process)", report["in_process_us"]),
+              f"  ratio engine / in-process at p50: {report['ratio_p50']}"]
+    if "baseline" in trees:
+        lines.append(f"  ratio engine / baseline engine at p50: {report['ratio_to_baseline_p50']}")
+    publish("route_engine", report, "\n".join(lines), args.json)
     return 0
 
 

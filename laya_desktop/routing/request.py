@@ -41,6 +41,8 @@ def asked_model(body: dict) -> str | None:
 
 def merge_tags(body: dict, header_tags: str | None) -> tuple[str, ...]:
     raw = body.get("tags") if isinstance(body, dict) else None
+    if raw is None and not header_tags:
+        return ()
     if isinstance(raw, str):
         items = raw.split(",")
     elif isinstance(raw, list):
@@ -74,7 +76,13 @@ def _chat_parts(messages: list) -> tuple[list[str], int]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        texts = content_texts(message.get("content"))
+        content = message.get("content")
+        if type(content) is str:  # the common shape, read without a list per message
+            chars += len(content)
+            if message.get("role") == "user":
+                user.append(content)
+            continue
+        texts = content_texts(content)
         chars += sum(map(len, texts))
         if message.get("role") == "user":
             user.extend(texts)

@@ -110,7 +110,7 @@ class _HyperscanScanner:
         if scratch is None:
             scratch = self._local.scratch = self._new_scratch(self._db)
         hits: list[int] = []
-        self._db.scan(data, _collect, context=hits, scratch=scratch)
+        self._db.scan(data, _collect, 0, hits, scratch)  # positional: no keyword parsing
         return hits
 
 
@@ -259,15 +259,14 @@ class Router:
         if registered and model is not None:
             return self._direct_to(model)
         if not self._reads_text:  # no length or keyword condition: the text cannot matter
-            return self._select(path, model, merge_tags(body, header_tags), 0, str, bytes)
+            return self._select(path, model, merge_tags(body, header_tags), 0, ())
         user_parts, chars = text_parts(body)
-        return self._select(path, model, merge_tags(body, header_tags), chars,
-                            lambda: USER_TEXT_SEPARATOR.join(user_parts).lower(),
-                            lambda: self._scan_bytes(USER_TEXT_SEPARATOR.join(user_parts)))
+        return self._select(path, model, merge_tags(body, header_tags), chars, user_parts)
 
-    def _scan_bytes(self, text: str) -> bytes:
+    def _scan_bytes(self, user_parts: list[str]) -> bytes:
         """What the keyword scanner reads: a caseless scanner takes an ASCII text as it is,
         sparing a lowered copy of a long prompt; any other text is lowered first."""
+        text = USER_TEXT_SEPARATOR.join(user_parts)
         if self._caseless and text.isascii():
             return text.encode("ascii")
         return _encode(text.lower())
@@ -280,8 +279,8 @@ class Router:
     def decide(self, req: RouteRequest) -> Decision | None:
         if req.model is not None and req.model in self.registered:
             return self._direct_to(req.model)
-        return self._select(req.path, req.model, req.tags, req.prompt_chars,
-                            lambda: req.user_text_lower, lambda: _encode(req.user_text_lower))
+        # the lowered text as the one part: lowering it again changes nothing
+        return self._select(req.path, req.model, req.tags, req.prompt_chars, [req.user_text_lower])
 
     def _direct_to(self, model: str) -> Decision:
         decision = self._direct.get(model)
@@ -289,16 +288,17 @@ class Router:
             decision = self._direct[model] = Decision(None, model, (), True)
         return decision
 
-    def _select(self, path, model, tags, chars, user_text, scan_bytes) -> Decision | None:
-        """user_text(): the lowered user text (semantic rules embed it); scan_bytes(): the same
-        text as the keyword scanner reads it."""
+    def _select(self, path, model, tags, chars, user_parts: list[str]) -> Decision | None:
+        """user_parts: the user text's parts, joined (and lowered) only if a rule reads them."""
         candidates = self._tag_free
         for tag in tags:
             candidates |= self._tag_masks.get(tag, 0)
         candidates &= self._model_free | self._model_masks.get(model, 0)
         candidates &= self._path_free | self._path_masks.get(path, 0)
-        candidates &= self._min_free | self._min_ok[bisect.bisect_right(self._mins, chars)]
-        candidates &= self._max_free | self._max_ok[bisect.bisect_left(self._maxs, chars)]
+        if self._mins:  # without any, _min_free holds every rule
+            candidates &= self._min_free | self._min_ok[bisect.bisect_right(self._mins, chars)]
+        if self._maxs:
+            candidates &= self._max_free | self._max_ok[bisect.bisect_left(self._maxs, chars)]
         if not candidates:
             return None
         no_keywords = candidates & ~self._keyword_rules
@@ -307,12 +307,12 @@ class Router:
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
         if needed:
-            winner = self._scan(needed, scan_bytes()) or winner
+            winner = self._scan(needed, self._scan_bytes(user_parts)) or winner
         if winner & self.semantic.mask:  # a semantic condition may still fail: judge from here
-            return self._select_semantic(candidates, winner, user_text, scan_bytes)
+            return self._select_semantic(candidates, winner, user_parts)
         return self._decisions[winner.bit_length() - 1] if winner else None
 
-    def _select_semantic(self, candidates: int, first: int, user_text, scan_bytes) -> Decision | None:
+    def _select_semantic(self, candidates: int, first: int, user_parts: list[str]) -> Decision | None:
         """From `first`, a semantic rule whose other conditions hold, on in rule order.
 
         Everything before `first` has failed already. From here on each remaining candidate is
@@ -321,7 +321,7 @@ class Router:
         """
         remaining = candidates & ~(first - 1)
         keyword_rules = remaining & self._keyword_rules
-        found = self._keyword_hits(keyword_rules, scan_bytes()) if keyword_rules else 0
+        found = self._keyword_hits(keyword_rules, self._scan_bytes(user_parts)) if keyword_rules else 0
         remaining &= ~keyword_rules | found
         vector = None
         while remaining:
@@ -329,7 +329,7 @@ class Router:
             remaining ^= bit
             if bit & self.semantic.mask:
                 if vector is None:
-                    vector = self.semantic.embed(user_text())
+                    vector = self.semantic.embed(USER_TEXT_SEPARATOR.join(user_parts).lower())
                 if not self.semantic.holds(bit.bit_length() - 1, vector):
                     continue
             return self._decisions[bit.bit_length() - 1]
@@ -351,8 +351,10 @@ class Router:
         """
         satisfied = 0
         for tier in self._tiers:
-            if needed & tier.users:
-                satisfied |= tier.rules_found(data)
+            if needed & tier.users:  # tier.rules_found inlined: a call less on a cold CPU
+                masks = tier.pattern_rules
+                for pattern in tier.scanner.scan(data):
+                    satisfied |= masks[pattern]
             hit = satisfied & needed
             if hit:
                 lowest = hit & -hit
