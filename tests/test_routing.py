@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import threading
 
@@ -13,7 +14,7 @@ from property_budget import examples, property_test
 
 from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch
 from laya_desktop.routing.request import RouteRequest, extract
-from laya_desktop.routing.router import Decision, Router, make_scanner
+from laya_desktop.routing.router import DENSE_HITS, Decision, Router, make_scanner
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -218,6 +219,23 @@ def test_thread_safe_scanning():
     assert errors == []
 
 
+def test_texts_dense_in_keywords_are_read_tier_by_tier():
+    # 300 one-keyword rules: two tiers; a text holding 40 of the keywords is dense, prose is not
+    cfg = config(*[rule(f"r{i}", keywords=[f"kw{i:03d}x"]) for i in range(300)], rule("default"))
+    dense = chat(" ".join(f"kw{i:03d}x" for i in range(299, 259, -1)))
+    sparse = chat("an ordinary question about kw150x")
+    for scanner in SCANNERS:
+        router = Router(cfg, scanner=scanner)
+        assert router.tier_count == 2
+        picks = []
+        for body in [sparse] * 3 + [dense] * 3 + [sparse] * 40:
+            picks.append(router.decide_body(CHAT, body, None).rule)
+            picks.append(router._hits_mean >= DENSE_HITS)  # read tier by tier next time
+        assert picks[:6] == ["r150", False] * 3
+        assert picks[6:12] == ["r260", True] * 3  # from the first dense text on
+        assert picks[-2:] == ["r150", False]  # back once texts are sparse again
+
+
 def test_keyword_with_nul_avoids_hyperscan():
     # python-hyperscan would cut the pattern at the NUL and match "a" alone
     assert make_scanner([b"a\0b"]).name == "ahocorasick-rs"
@@ -304,6 +322,9 @@ def routers(cfg: Config):
     for scanner in SCANNERS:
         for first_tier in (1, 2, 64, None):
             yield Router(cfg, scanner=scanner, first_tier_keywords=first_tier)
+        # all keywords read at once (as for sparse texts) or always tier by tier
+        for dense_hits in (math.inf, 0):
+            yield Router(cfg, scanner=scanner, first_tier_keywords=1, dense_hits=dense_hits)
 
 
 @property_test

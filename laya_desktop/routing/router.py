@@ -9,8 +9,15 @@ only they need the user text, and all their keywords are found by one multi-patt
 Keywords are split into tiers in rule order (64 keywords, then 4x more each tier). A request
 scans the first tier, and stops there when a candidate rule inside it matched: rules after it
 cannot win. Each keyword sits in exactly one tier, so a request that needs every tier scans each
-keyword once, at the price of re-reading the text a few times (about 1 us each); an early match,
-the common case, skips the Python callbacks for hundreds of later keywords.
+keyword once, at the price of re-reading the text a few times (about 1 us each); an early match
+skips the Python callbacks for hundreds of later keywords.
+
+That pays off for texts dense in keywords. Ordinary prose finds a few keywords at most, and there
+each scan call costs more than the callbacks it saves (5-12 us on the cold CPU the engine decides
+on), so the router keeps one more scanner over all keywords and reads a text once with it while
+the texts it routed lately found fewer than DENSE_HITS keywords on average (a running mean that
+jumps up at once and decays slowly; the tiers' counts are scaled to all keywords). Either way
+gives the same decision.
 """
 from __future__ import annotations
 
@@ -23,6 +30,9 @@ from laya_desktop.routing.request import (USER_TEXT_SEPARATOR, RouteRequest, ask
                                           merge_tags, text_parts)
 from laya_desktop.routing.semantic import SemanticRules, SemanticScore
 from laya_desktop.routing.strategy import TargetPool
+
+DENSE_HITS = 10.0  # keywords found per text, on average, above which texts are read tier by tier
+_MEAN_WEIGHT = 0.125  # of the latest text in that running mean, when it found fewer
 
 
 @dataclass(frozen=True)
@@ -168,9 +178,11 @@ class _Tier:
 
 class Router:
     def __init__(self, config: Config, *, scanner: str | None = None,
-                 first_tier_keywords: int | None = 64):
+                 first_tier_keywords: int | None = 64, dense_hits: float = DENSE_HITS):
         """scanner: 'hyperscan' | 'ahocorasick' | None (best available).
-        first_tier_keywords: None scans all keywords in one tier."""
+        first_tier_keywords: None scans all keywords in one tier.
+        dense_hits: see DENSE_HITS (0: always tier by tier, inf: always all keywords at once)."""
+        self._dense_hits = dense_hits
         self.config = config
         self.registered = frozenset(m.name for m in config.models)
         self.rules = [r for r in config.routes if r.enabled]
@@ -242,6 +254,12 @@ class Router:
                 users |= rules_of[w]
             self._tiers.append(_Tier(impl, [rules_of[w] for w in tier_words], users, resolved))
             start, size = end, size * 4
+        self._whole: _Tier | None = None  # all keywords in one scanner, for sparse texts
+        if len(self._tiers) > 1:
+            impl = make_scanner([_encode(w) for w in words], scanner)
+            self._whole = _Tier(impl, [rules_of[w] for w in words], self._keyword_rules, -1)
+        self._keyword_count = len(words)
+        self._hits_mean = 0.0  # keywords found per text lately (benign races between threads)
 
     @property
     def tier_count(self) -> int:
@@ -337,6 +355,8 @@ class Router:
 
     def _keyword_hits(self, needed: int, data: bytes) -> int:
         """Every rule of `needed` whose keyword condition holds (all tiers that have its words)."""
+        if self._whole is not None and self._hits_mean < self._dense_hits:
+            return self._whole.rules_found(data) & needed
         satisfied = 0
         for tier in self._tiers:
             if needed & tier.users:
@@ -349,21 +369,41 @@ class Router:
         A rule holds as soon as any of its keywords is found, whatever tier found it; it wins once
         every needed rule before it is resolved (all its keywords lie in tiers already scanned).
         """
-        satisfied = 0
+        whole = self._whole
+        if whole is not None and self._hits_mean < self._dense_hits:
+            masks, found = whole.pattern_rules, 0  # whole.rules_found inlined: a call less
+            hits = whole.scanner.scan(data)
+            for pattern in hits:
+                found |= masks[pattern]
+            n, mean = len(hits), self._hits_mean  # the running mean, inlined: a call less
+            self._hits_mean = n if n > mean else mean + (n - mean) * _MEAN_WEIGHT
+            hit = found & needed
+            return hit & -hit
+        satisfied = seen = read = 0
+        result = None
         for tier in self._tiers:
-            if needed & tier.users:  # tier.rules_found inlined: a call less on a cold CPU
+            if needed & tier.users:
                 masks = tier.pattern_rules
-                for pattern in tier.scanner.scan(data):
+                hits = tier.scanner.scan(data)
+                seen, read = seen + len(hits), read + len(masks)
+                for pattern in hits:
                     satisfied |= masks[pattern]
             hit = satisfied & needed
             if hit:
                 lowest = hit & -hit
                 if not needed & (lowest - 1) & ~tier.resolved:
-                    return lowest
+                    result = lowest
+                    break
             elif not needed & ~tier.resolved:
-                return 0
-        hit = satisfied & needed
-        return hit & -hit
+                result = 0
+                break
+        if read:  # keywords found, scaled from the tiers read to all keywords
+            n, mean = seen * self._keyword_count / read, self._hits_mean
+            self._hits_mean = n if n > mean else mean + (n - mean) * _MEAN_WEIGHT
+        if result is None:
+            hit = satisfied & needed
+            result = hit & -hit
+        return result
 
     # --- explain (slow path, for people) ---------------------------------------------------
 
