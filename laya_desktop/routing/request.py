@@ -62,15 +62,13 @@ def text_parts(body: dict) -> tuple[list[str], int]:
     if not isinstance(body, dict):
         return [], 0
     messages = body.get("messages")
-    if isinstance(messages, list):
-        return _chat_parts(messages)
-    if "prompt" in body:
-        parts = _prompt_parts(body["prompt"])
-        return parts, sum(map(len, parts))
-    return [], 0
-
-
-def _chat_parts(messages: list) -> tuple[list[str], int]:
+    if not isinstance(messages, list):
+        if "prompt" in body:
+            parts = _prompt_parts(body["prompt"])
+            return parts, sum(map(len, parts))
+        return [], 0
+    # the chat messages, read here rather than in a function of their own: a call less per
+    # request, on the cold CPU the engine decides on
     user: list[str] = []
     chars = 0
     for message in messages:

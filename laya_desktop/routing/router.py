@@ -324,8 +324,11 @@ class Router:
         needed = candidates & self._keyword_rules
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
-        if needed:
-            winner = self._scan(needed, self._scan_bytes(user_parts)) or winner
+        if needed:  # _scan_bytes inlined: a call less on a cold CPU
+            text = USER_TEXT_SEPARATOR.join(user_parts)
+            data = (text.encode("ascii") if self._caseless and text.isascii()
+                    else _encode(text.lower()))
+            winner = self._scan(needed, data) or winner
         if winner & self.semantic.mask:  # a semantic condition may still fail: judge from here
             return self._select_semantic(candidates, winner, user_parts)
         return self._decisions[winner.bit_length() - 1] if winner else None
