@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-try:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as UvicornProtocol
-except ImportError:   # httptools is a dependency; a checkout without it still serves, on h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol as UvicornProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as UvicornProtocol
 
 FLUSH_BYTES = 256 * 1024
 
