@@ -8,9 +8,14 @@ would write (bench/data/semantic_routes.yaml, --routes) and the labelled set's `
 An example equal to a test prompt stops the run, and the test prompt nearest to any example is
 printed. Thresholds are fitted per rule on the examples and negatives only (each scored
 leave-one-out against the others), top_k 5 (--top-k). Several configs are scored side by side
-(`train split, best F1` is the earlier setup); the last, `routes file + train split, margin`, is
-the one timed: its threshold the highest that every example passes leave-one-out, and a margin
-over the negatives' score fitted for a precision of 0.97 (--precision; chosen on the dev set) against the negatives.
+(`train split, best F1` is the earlier setup). `routes file + train split, margin` is the best
+nearest-example config: its threshold the highest that every example passes leave-one-out, and a
+margin over the negatives' score fitted for a precision of 0.97 (--precision; chosen on the dev
+set) against the negatives. The `learned` ones score with the head (match.semantic.scoring
+learned, laya_desktop/routing/semantic_head.py), the same thresholds gating the cosine score:
+with min_probability 0.5 (the default), or fitted by 10-fold cross-validation on the examples
+(`CV p`: the best out-of-fold accuracy, as the Routes panel suggests it); the last, `routes
+file + train split, learned, CV p`, is the one timed.
 
 Accuracy: top-1 on the `test` split, a "none" prompt counts right when no semantic rule takes
 it; false-positive rate: "none" test prompts some route took. The same figures on two blind
@@ -41,6 +46,7 @@ from pathlib import Path
 import tempfile
 from dataclasses import dataclass
 
+import numpy as np
 import yaml
 
 from laya_desktop.config.validate import validate_config
@@ -50,6 +56,7 @@ from laya_desktop.routing.minilm_gguf import write_gguf
 from laya_desktop.routing.minilm_llama import MiniLMLlama
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.semantic import SemanticRules, TextEmbeddings, shared_embeddings
+from laya_desktop.routing.semantic_head import fit_head, fit_min_probability, out_of_fold
 from laya_desktop.routing.semantic_threshold import (leave_one_out_margins, leave_one_out_scores,
                                                       negative_margins, nearest_scores, suggest)
 
@@ -77,13 +84,19 @@ class Variant:
     mode: str  # semantic_threshold mode the thresholds are fitted with
     margin: bool = False  # a margin over the negatives fitted for --precision, besides
     train_split: bool = True  # the train split's prompts are examples and negatives too
+    scoring: str = "nearest"  # match.semantic.scoring
+    fit_probability: bool = False  # learned: min_probability fitted by 10-fold CV (else 0.5)
 
 
 VARIANTS = (Variant("train split, best F1", False, "best_f1"),
             Variant("routes file, margin", True, "leave_one_out", margin=True, train_split=False),
             Variant("routes file + train split, best F1", True, "best_f1"),
             Variant("routes file + train split, precision", True, "precision"),
-            Variant("routes file + train split, margin", True, "leave_one_out", margin=True))
+            Variant("routes file + train split, margin", True, "leave_one_out", margin=True),
+            Variant("routes file, learned", True, "leave_one_out", train_split=False, scoring="learned"),
+            Variant("routes file + train split, learned", True, "leave_one_out", scoring="learned"),
+            Variant("routes file + train split, learned, CV p", True, "leave_one_out", scoring="learned",
+                    fit_probability=True))
 
 
 def last_user_text(row: dict) -> str:
@@ -138,7 +151,39 @@ def fit(variant: Variant, examples: dict[str, list[str]], negatives: list[str], 
             fitted[route]["margin"] = suggest(leave_one_out_margins(vectors, against, top_k),
                                               negative_margins(against, vectors, top_k),
                                               "precision", precision).threshold
+        fitted[route]["scoring"] = variant.scoring
+    if variant.fit_probability:
+        p = cv_min_probability(examples, negatives, embed)
+        for route in fitted:
+            fitted[route]["min_probability"] = p
     return fitted
+
+
+def head_data(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings):
+    """(x, y, classes, none): the rows and classes LearnedHead fits, a class per route."""
+    blocks = [embed.many(texts) for texts in examples.values()]
+    taken = {t for texts in examples.values() for t in texts}
+    negatives = list(dict.fromkeys(t for t in negatives if t not in taken))
+    if negatives:
+        blocks.append(embed.many(negatives))
+    y = np.concatenate([np.full(len(b), c) for c, b in enumerate(blocks)])
+    return np.vstack(blocks), y, len(blocks), len(examples) if negatives else None
+
+
+def cv_min_probability(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings) -> float:
+    x, y, classes, none = head_data(examples, negatives, embed)
+    return fit_min_probability(out_of_fold(x, y, classes), y, none)
+
+
+def head_fit_seconds(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings) -> float:
+    """What applying the config spends fitting the head (its examples already embedded): best of 3."""
+    x, y, classes, _ = head_data(examples, negatives, embed)
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        fit_head(x, y, classes)
+        times.append(time.perf_counter() - started)
+    return min(times)
 
 
 def semantic_config(examples: dict[str, list[str]], negatives: list[str],
@@ -276,11 +321,14 @@ def main() -> int:
                                   "examples": sum(map(len, examples.values())),
                                   "negatives": len(negatives),
                                   "setup_s": round(time.perf_counter() - started, 2)}
+        if variant.scoring == "learned":
+            variants[variant.name]["head_fit_s"] = round(head_fit_seconds(examples, negatives, embed), 3)
     timed = VARIANTS[-1].name
     if args.accuracy_only:
         for name, v in variants.items():
             print(f"{name:<42}{v['accuracy']:>8.1%}{v['none_false_positive_rate']:>10.1%}" + "".join(
-                f"{b['accuracy']:>8.1%}{b['none_false_positive_rate']:>10.1%}" for b in v["blind"].values()))
+                f"{b['accuracy']:>8.1%}{b['none_false_positive_rate']:>10.1%}" for b in v["blind"].values())
+                + (f"   head fitted in {v['head_fit_s'] * 1000:.0f} ms" if "head_fit_s" in v else ""))
         return 0
 
     with tempfile.TemporaryDirectory() as folder:
@@ -353,7 +401,7 @@ def main() -> int:
     for name, b in chosen["blind"].items():
         print(f"{name} by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in b["accuracy_by_kind"].items())
               + "; confusions: " + ", ".join(f"{k} {n}" for k, n in b["confusions"]))
-    print("fitted: " + ", ".join(f"{k} " + "/".join(f"{x:.3f}" for x in v.values())
+    print("fitted: " + ", ".join(f"{k} " + "/".join(f"{x:.3f}" for x in v.values() if not isinstance(x, str))
                                  for k, v in chosen["fitted"].items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -43,6 +43,10 @@ def chat(text: str) -> dict:
     ({"examples": ["ok"], "cutoff": 0.2}, "routes[1].match.semantic.cutoff", "unknown key 'cutoff'"),
     ({"examples": ["x"], "margin": -0.1}, "routes[1].match.semantic.margin",
      "must be between 0 and 1, got -0.1"),
+    ({"examples": ["x"], "scoring": "fuzzy"}, "routes[1].match.semantic.scoring",
+     "unknown scoring 'fuzzy' (valid: learned, nearest)"),
+    ({"examples": ["x"], "min_probability": 2}, "routes[1].match.semantic.min_probability",
+     "must be between 0 and 1, got 2"),
     ("ok", "routes[1].match.semantic", "expected a mapping"),
 ])
 def test_semantic_config_errors_name_their_path(semantic, path, message):
@@ -61,6 +65,7 @@ def test_semantic_config_parses_with_defaults():
     assert errors == []
     semantic = config.routes[1].match.semantic
     assert (semantic.examples, semantic.negatives, semantic.threshold) == (["just one example"], [], 0.5)
+    assert (semantic.scoring, semantic.min_probability) == ("learned", 0.5)
     assert not config.routes[1].match.is_empty()
 
 
@@ -151,12 +156,16 @@ def test_engine_routes_by_semantic_rule_and_keyword_requests_do_not_embed(tiny_g
         assert r.status_code == 200 and r.headers["x-laya-route"] == "default"
 
 
-def test_best_matching_semantic_rule_wins_whatever_the_order():
+@pytest.mark.parametrize("scoring, why", [
+    ("nearest", "another semantic rule's example is nearer"),
+    ("learned", "but the classifier picks rule 'poetry'"),
+])
+def test_best_matching_semantic_rule_wins_whatever_the_order(scoring, why):
     raw = {"models": raw_config()["models"], "routes": [
         {"name": "broad", "target": "a", "match": {"semantic": {
-            "examples": ["write a story about a ship"], "threshold": 0.0}}},
+            "examples": ["write a story about a ship"], "threshold": 0.0, "scoring": scoring}}},
         {"name": "poetry", "target": "a", "match": {"semantic": {
-            "examples": ["write a poem about the ocean"], "threshold": 0.3}}},
+            "examples": ["write a poem about the ocean"], "threshold": 0.3, "scoring": scoring}}},
         {"name": "default", "target": "a"}]}
     config, _ = validate_config(raw)
     router = Router(config)
@@ -165,7 +174,7 @@ def test_best_matching_semantic_rule_wins_whatever_the_order():
                                                   None)), 1.0)
     broad = next(r for r in out["explanation"] if r["rule"] == "broad")
     assert broad["matched"] is False
-    assert "another semantic rule's example is nearer" in broad["reasons"][0]
+    assert why in broad["reasons"][0]
 
 
 def test_only_the_last_user_turn_is_embedded(router):
@@ -269,7 +278,7 @@ def test_margin_keeps_out_prompts_nearly_as_close_to_the_negatives():
     assert not tight.holds and "nearer than 0.10 below it" in tight.reason()
     assert SemanticScore(**{**close_call, "negative_score": 0.45}, margin=0.1).holds
     raw = raw_config()
-    raw["routes"][1]["match"]["semantic"]["margin"] = 0.5
+    raw["routes"][1]["match"]["semantic"].update(margin=0.5, scoring="nearest")  # margin: nearest only
     config, errors = validate_config(raw)
     assert errors == [] and config.routes[1].match.semantic.margin == 0.5
     router = Router(config)

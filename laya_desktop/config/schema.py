@@ -82,6 +82,9 @@ class ModelConfig:
         return self.remote_model or self.name
 
 
+SEMANTIC_SCORINGS = ("learned", "nearest")
+
+
 @dataclass
 class SemanticMatch:
     """Example prompts for a route: the user text must be near enough to one of them."""
@@ -95,7 +98,14 @@ class SemanticMatch:
     top_k: int = _doc("The score is the mean similarity of this many nearest examples (1: the "
                       "nearest only); negatives and other routes are scored alike.", default=1)
     margin: float = _doc("How much the score must beat the negatives' score (scored alike), "
-                         "between 0 and 1; 0: the negatives must not score higher.", default=0.0)
+                         "between 0 and 1; 0: the negatives must not score higher (scoring "
+                         "nearest only).", default=0.0)
+    scoring: str = _doc("learned: a classifier fitted on every semantic rule's examples (the "
+                        "negatives its 'none' class) picks the route, and the score must still "
+                        "reach the threshold; nearest: the nearest examples decide, against the "
+                        "negatives' score and the other rules'.", default="learned")
+    min_probability: float = _doc("With scoring learned: the classifier's probability for this "
+                                  "route needed, between 0 and 1.", default=0.5)
 
 
 @dataclass

@@ -12,13 +12,13 @@ from typing import Any, Callable
 from laya_desktop.config.sampling import KNOBS
 from laya_desktop.config.schema import (
     BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
-    STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig, ServerConfig,
+    SEMANTIC_SCORINGS, STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig, ServerConfig,
 )
 
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
-SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k", "margin")
+SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k", "margin", "scoring", "min_probability")
 ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy", "sampling")
 TARGET_KEYS = ("model", "weight", "max_active")
 
@@ -293,11 +293,14 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
         if key not in SEMANTIC_KEYS:
             report.unknown_key(path, key, SEMANTIC_KEYS)
             ok = False
-        elif key in ("threshold", "margin"):
+        elif key in ("threshold", "margin", "min_probability"):
             ok = report.value_ok(sub, value, _Field("number", check=_between(0, 1))) and ok
             values[key] = value
         elif key == "top_k":
             ok = report.value_ok(sub, value, _Field("int", check=_between(1, 100))) and ok
+            values[key] = value
+        elif key == "scoring":
+            ok = report.value_ok(sub, value, _Field("str", check=_choice("scoring", SEMANTIC_SCORINGS))) and ok
             values[key] = value
         else:
             items = [] if value is None else _string_list(report, sub, value)
@@ -311,7 +314,7 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
         ok = False
     if not ok:
         return None
-    for key in ("threshold", "margin"):
+    for key in ("threshold", "margin", "min_probability"):
         if key in values:
             values[key] = float(values[key])
     return SemanticMatch(**values)

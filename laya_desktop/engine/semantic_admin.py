@@ -1,9 +1,11 @@
 """POST /admin/route/semantic: scores for a semantic condition being edited (not applied).
 
 Body: {"semantic": {examples, negatives, threshold}, "prompts": [text, ...], "recent": N,
-"precision": P}. Answers each prompt's score and nearest example, the score lists the Routes
-panel draws as histograms (examples leave-one-out, negatives, the last N logged requests), a
-threshold suggestion per mode and, with two negatives or more, a `margin` suggestion per mode.
+"precision": P, "others": [{"name": rule, "semantic": {...}}, ...]}. Answers each prompt's score
+and nearest example, the score lists the Routes panel draws as histograms (examples
+leave-one-out, negatives, the last N logged requests), a threshold suggestion per mode and, with
+two negatives or more, a `margin` suggestion per mode. With `scoring: learned`, `others` (the
+config's other semantic rules) join the head that scores the prompts, as in the router.
 The model runs off the event loop, in the engine's one encoder.
 """
 from __future__ import annotations
@@ -40,6 +42,7 @@ async def semantic_probe(request: Request) -> Response:
     if not isinstance(body, dict):
         raise errors.bad_request("the body must be a JSON object with 'semantic'", "invalid_semantic_probe")
     match, problems = validate_semantic(body.get("semantic"))
+    others = _others(body.get("others", []), problems)
     if problems:
         detail = [{"path": e.path, "message": e.message} for e in problems]
         raise ApiError(400, f"semantic condition refused: {len(problems)} error(s)",
@@ -53,10 +56,25 @@ async def semantic_probe(request: Request) -> Response:
         raise errors.bad_request("'precision' must be a number in (0, 1]", "invalid_semantic_probe")
     texts = [e["user_text"] for e in engine.route_inputs.recent(recent)] if recent else []
     try:
-        answer = await asyncio.to_thread(_probe, match, prompts, texts, shared_embeddings(), float(precision))
+        answer = await asyncio.to_thread(_probe, match, prompts, texts, shared_embeddings(), float(precision),
+                                         others)
     except RuntimeError as exc:  # the model package is missing: say so, do not crash
         raise ApiError(503, str(exc), "server_error", "semantic_model_missing")
     return JSONResponse(answer)
+
+
+def _others(raw, problems: list) -> dict:
+    """The other rules' conditions, by name; their errors join `problems`."""
+    if not isinstance(raw, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str)
+                                            for o in raw):
+        raise errors.bad_request("'others' must be a list of {name, semantic}", "invalid_semantic_probe")
+    out = {}
+    for i, other in enumerate(raw):
+        match, found = validate_semantic(other.get("semantic"), f"others[{i}].semantic")
+        problems.extend(found)
+        if match is not None:
+            out[other["name"]] = match
+    return out
 
 
 def _probe(*args):

@@ -95,10 +95,12 @@ class EngineClient:
         return self._post("/admin/route/replay", {"routes": routes}, timeout_s=LOAD_TIMEOUT_S)
 
     def semantic_probe(self, semantic: dict, prompts: list[str], recent: int = 200,
-                       precision: float = 0.95) -> dict:
-        """Scores for a semantic condition being edited (POST /admin/route/semantic)."""
+                       precision: float = 0.95, others: list[dict] | None = None) -> dict:
+        """Scores for a semantic condition being edited (POST /admin/route/semantic); `others`:
+        the other rules' {name, semantic}, which a learned head scores it against."""
         return self._post("/admin/route/semantic", {"semantic": semantic, "prompts": prompts,
-                                                    "recent": recent, "precision": precision},
+                                                    "recent": recent, "precision": precision,
+                                                    "others": others or []},
                           timeout_s=LOAD_TIMEOUT_S)
 
     def route_stats(self, window_s: float) -> dict:

@@ -46,7 +46,9 @@ def _print_text(explanation: Explanation, decision_us: float, first_us: float) -
     for check in explanation.rules:
         if check.semantic is not None:
             s = check.semantic
-            print(f"semantic:  {check.rule}: score {s.score:.3f} (threshold {s.threshold:.2f}), "
+            odds = (f", probability {s.probability:.2f} (needs {s.min_probability:.2f})"
+                    if s.learned else "")
+            print(f"semantic:  {check.rule}: score {s.score:.3f} (threshold {s.threshold:.2f}){odds}, "
                   f"nearest example {s.nearest!r}")
     print(f"decided in {decision_us} us")
     if first_us > 10 * decision_us + 1000:  # the first decision embedded the text

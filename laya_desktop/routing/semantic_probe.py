@@ -1,10 +1,14 @@
 """What the Routes panel shows while the user edits a semantic rule: live scores for typed
 prompts, the score distributions of the examples (leave-one-out), the negatives and recent
-traffic, and threshold suggestions. Qt-free and engine-free: `embed` is any TextEmbeddings."""
+traffic, and threshold suggestions. Qt-free and engine-free: `embed` is any TextEmbeddings.
+
+With `scoring: learned` the prompts are scored as the router would, by the head fitted on this
+rule and `others` (the config's other semantic rules, by name), and the answer suggests a
+`min_probability` fitted by 10-fold cross-validation on all their examples."""
 from __future__ import annotations
 
-from laya_desktop.config.schema import SemanticMatch
-from laya_desktop.routing.semantic import SemanticRule, TextEmbeddings, semantic_text, text_vectors
+from laya_desktop.config.schema import RouteConfig, RouteMatch, SemanticMatch
+from laya_desktop.routing.semantic import SemanticRule, SemanticRules, TextEmbeddings, semantic_text
 from laya_desktop.routing.semantic_threshold import (MODES, Suggestion, leave_one_out_margins,
                                                       leave_one_out_scores, measure,
                                                       negative_margins, nearest_scores, suggest)
@@ -24,8 +28,24 @@ def _margin_suggestion(margins: tuple[list[float], list[float]], mode: str, prec
     return _as_json(s if s.threshold >= 0 else measure(0.0, *margins))
 
 
+EDITED = "(this rule)"
+
+
+def _learned_min_probability(rules: SemanticRules) -> float | None:
+    """The min_probability with the best cross-validated accuracy over the head's examples."""
+    from laya_desktop.routing.semantic_head import fit_min_probability, out_of_fold
+
+    head = rules.head
+    if head is None or head.classes < 2:
+        return None
+    return fit_min_probability(out_of_fold(head.x, head.y, head.classes), head.y, head.none)
+
+
 def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], embed: TextEmbeddings,
-          precision: float = 0.95) -> dict:
+          precision: float = 0.95, others: dict[str, SemanticMatch] | None = None) -> dict:
+    others = {n: m for n, m in (others or {}).items() if n != EDITED}
+    rules = SemanticRules([RouteConfig(n, "-", match=RouteMatch(semantic=m))
+                           for n, m in {EDITED: match, **others}.items()], embed)
     rule = SemanticRule(match, embed)
     examples = embed.many(rule.examples)
     k = match.top_k
@@ -42,9 +62,11 @@ def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], emb
             **_as_json(s),
             "recent_share": (sum(r >= s.threshold for r in recent) / len(recent)) if recent else None}
     margin_suggestions = {mode: _margin_suggestion(margins, mode, precision) for mode in MODES}
+    learned = match.scoring == "learned"
     return {
-        "prompts": [{"text": p, **rule.score(text_vectors(embed, semantic_text(p.lower()))).as_json()}
-                    for p in prompts],
+        "prompts": [{"text": p, **rules.score(EDITED, p.lower()).as_json()} for p in prompts],
         "scores": {"examples_leave_one_out": positives, "negatives": negatives, "recent": recent},
         "suggestions": suggestions, "margin_suggestions": margin_suggestions, "precision": precision,
+        "scoring": match.scoring, "rules_in_head": len(others) + 1 if learned else None,
+        "min_probability_suggestion": _learned_min_probability(rules) if learned else None,
     }

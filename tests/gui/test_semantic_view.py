@@ -12,6 +12,7 @@ from panel_harness import routes_panel
 EXAMPLES = ["write a python function that parses a csv file", "fix the bug in my javascript code",
             "why does my rust program panic"]
 NEGATIVES = ["write a poem about the ocean", "what should I cook tonight?"]
+POEMS = ["write a sonnet about the moon", "compose a haiku about autumn", "song lyrics about leaving home"]
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,8 @@ def engine(tmp_path_factory):
                   "routes": [{"name": "code", "target": "big", "match": {"semantic": {
                       "examples": EXAMPLES, "negatives": NEGATIVES, "threshold": 0.4,
                       "margin": 0.05}}},
+                             {"name": "poetry", "target": "big", "match": {"semantic": {
+                                 "examples": POEMS, "threshold": 0.3}}},
                              {"name": "default", "target": "big"}]}
         with running_engine(config, tmp_path_factory.mktemp("semantic")) as eng:
             with httpx.Client(base_url=eng.url) as c:
@@ -57,6 +60,31 @@ def test_examples_editor_round_trips_and_edits_the_rule(panel, qtbot):
     with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:
         fields.top_k.editingFinished.emit()
     assert edited.args[0]["match"]["semantic"]["top_k"] == 3
+    assert "scoring" not in edited.args[0]["match"]["semantic"]  # learned, the default
+    fields.scoring.setCurrentIndex(fields.scoring.findData("nearest"))
+    with qtbot.waitSignal(panel.editor.edited, timeout=3000) as edited:
+        fields.scoring.activated.emit(fields.scoring.currentIndex())
+    assert edited.args[0]["match"]["semantic"]["scoring"] == "nearest"
+
+
+def test_live_score_shows_the_learned_probability_against_the_other_rules(panel, qtbot):
+    view = panel.semantic_view
+    assert [o["name"] for o in view._others] == ["poetry"]
+    with qtbot.waitSignal(view.answered, timeout=30000) as answered:
+        view.prompt.setText("compose a haiku about spring rain")
+    prompt = answered.args[0]["prompts"][0]
+    assert prompt["scoring"] == "learned" and prompt["probability"] < 0.5
+    assert prompt["chosen"] == "poetry" and prompt["holds"] is False  # the other rule takes it
+    assert f"probability {prompt['probability']:.2f}" in view.score.text()
+    assert "the classifier picks poetry" in view.score.text()
+    assert answered.args[0]["rules_in_head"] == 2
+    assert 0.05 <= answered.args[0]["min_probability_suggestion"] <= 0.95
+    assert "minimum probability" in view.suggestion.text()
+    with qtbot.waitSignal(panel.editor.edited, timeout=3000):
+        view.use_probability_btn.click()
+    expected = round(answered.args[0]["min_probability_suggestion"], 2)
+    assert panel.rules[0]["match"]["semantic"].get("min_probability", 0.5) == pytest.approx(expected)
+    assert panel.editor.semantic.min_probability.value() == pytest.approx(expected)
 
 
 def test_live_score_shows_the_nearest_example_without_blocking(panel, qtbot):
@@ -105,3 +133,13 @@ def test_semantic_probe_refuses_a_bad_condition_with_its_path(engine):
     error = r.json()["error"]
     assert error["type"] == "invalid_config"
     assert {e["path"] for e in error["errors"]} == {"semantic.threshold", "semantic.examples"}
+
+
+def test_semantic_probe_names_a_bad_other_rule_by_its_path(engine):
+    with httpx.Client(base_url=engine.url) as c:
+        r = c.post("/admin/route/semantic", json={"semantic": {"examples": EXAMPLES}, "others": [
+            {"name": "poetry", "semantic": {"examples": POEMS, "min_probability": 3}}]})
+        assert r.status_code == 400
+        assert [e["path"] for e in r.json()["error"]["errors"]] == ["others[0].semantic.min_probability"]
+        r = c.post("/admin/route/semantic", json={"semantic": {"examples": EXAMPLES}, "others": "poetry"})
+        assert r.status_code == 400 and "'others' must be a list" in r.json()["error"]["message"]

@@ -101,6 +101,7 @@ class RoutesPanel(QWidget):
         self.tabs.addTab(self.distribution, self.tr("Distribution"))
         self.semantic_view = SemanticScoreView(pool, lambda: self.doc.client)
         self.semantic_view.threshold_chosen.connect(self.editor.semantic.set_threshold)
+        self.semantic_view.min_probability_chosen.connect(self.editor.semantic.set_min_probability)
         self.tabs.addTab(self.semantic_view, self.tr("Semantic"))
         rv.addWidget(self.tabs, 1)
 
@@ -194,13 +195,21 @@ class RoutesPanel(QWidget):
     def _show_rule(self, row: int) -> None:
         rule = self.rules[row] if 0 <= row < len(self.rules) else None
         self.editor.load(rule)
-        self.semantic_view.set_condition(((rule or {}).get("match") or {}).get("semantic"))
+        self.semantic_view.set_condition(((rule or {}).get("match") or {}).get("semantic"),
+                                         self._other_semantic_rules(row))
 
     def _on_rule_edited(self, rule: dict) -> None:
-        self.semantic_view.set_condition((rule.get("match") or {}).get("semantic"))
         row = self._current_row()
+        self.semantic_view.set_condition((rule.get("match") or {}).get("semantic"),
+                                         self._other_semantic_rules(row))
         if 0 <= row < len(self.rules) and rule != self.rules[row]:
             self.undo_stack.push(EditCommand(self.rules, row, rule, self._select))
+
+    def _other_semantic_rules(self, row: int) -> list[dict]:
+        """The enabled rules but `row` that have a semantic condition: a learned head's classes."""
+        return [{"name": r.get("name", ""), "semantic": (r.get("match") or {})["semantic"]}
+                for i, r in enumerate(self.rules) if i != row and r.get("enabled", True)
+                and (r.get("match") or {}).get("semantic")]
 
     def _select(self, row: int) -> None:
         """Make `row` current and show it in the editor (also when it already was current)."""

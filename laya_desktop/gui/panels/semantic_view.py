@@ -50,11 +50,23 @@ class SemanticFields(QGroupBox):
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 100)
         self.top_k.setToolTip(self.tr("the score is the mean similarity of this many nearest examples"))
+        self.scoring = QComboBox()
+        self.scoring.addItem(self.tr("learned (a classifier over every semantic rule picks the route)"),
+                             "learned")
+        self.scoring.addItem(self.tr("nearest (the nearest examples decide)"), "nearest")
+        self.min_probability = QDoubleSpinBox()
+        self.min_probability.setRange(0.0, 1.0)
+        self.min_probability.setSingleStep(0.05)
+        self.min_probability.setDecimals(2)
+        self.min_probability.setValue(0.5)
+        self.min_probability.setToolTip(self.tr("learned: the classifier's probability for this route needed"))
         form = QFormLayout(self)
         form.addRow(self.tr("Examples"), self.examples)
         form.addRow(self.tr("Negatives"), self.negatives)
         form.addRow(self.tr("Threshold"), self.threshold)
         form.addRow(self.tr("Nearest examples averaged"), self.top_k)
+        form.addRow(self.tr("Scoring"), self.scoring)
+        form.addRow(self.tr("Minimum probability"), self.min_probability)
         self._quiet = QTimer(self)
         self._quiet.setSingleShot(True)
         self._quiet.setInterval(DEBOUNCE_MS)
@@ -63,6 +75,8 @@ class SemanticFields(QGroupBox):
         self.negatives.textChanged.connect(self._quiet.start)
         self.threshold.editingFinished.connect(self.changed)
         self.top_k.editingFinished.connect(self.changed)
+        self.scoring.activated.connect(self.changed)
+        self.min_probability.editingFinished.connect(self.changed)
         self._loading = False
         self._margin = None
 
@@ -74,6 +88,8 @@ class SemanticFields(QGroupBox):
             self.negatives.setPlainText("\n".join(semantic.get("negatives") or []))
             self.threshold.setValue(float(semantic.get("threshold", 0.5)))
             self.top_k.setValue(int(semantic.get("top_k", 1)))
+            self.scoring.setCurrentIndex(max(0, self.scoring.findData(semantic.get("scoring", "learned"))))
+            self.min_probability.setValue(float(semantic.get("min_probability", 0.5)))
             self._margin = semantic.get("margin")  # kept as written: not edited here yet
         finally:
             self._quiet.stop()
@@ -87,6 +103,10 @@ class SemanticFields(QGroupBox):
         out: dict = {"examples": examples, "threshold": round(self.threshold.value(), 3)}
         if self.top_k.value() != 1:
             out["top_k"] = self.top_k.value()
+        if self.scoring.currentData() != "learned":
+            out["scoring"] = self.scoring.currentData()
+        if round(self.min_probability.value(), 2) != 0.5:
+            out["min_probability"] = round(self.min_probability.value(), 2)
         if self._margin:
             out["margin"] = self._margin
         negatives = _lines(self.negatives.toPlainText())
@@ -98,6 +118,10 @@ class SemanticFields(QGroupBox):
         self.threshold.setValue(value)
         self.changed.emit()
 
+    def set_min_probability(self, value: float) -> None:
+        self.min_probability.setValue(value)
+        self.changed.emit()
+
     @property
     def loading(self) -> bool:
         return self._loading
@@ -107,12 +131,14 @@ class SemanticScoreView(QWidget):
     """Live score of a typed prompt against the rule being edited, histograms, suggestions."""
 
     threshold_chosen = Signal(float)
+    min_probability_chosen = Signal(float)
     answered = Signal(object)  # the engine's answer (dict) or the exception
 
     def __init__(self, pool, client, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pool, self._client = pool, client
         self._semantic: dict | None = None
+        self._others: list[dict] = []  # the other rules' {name, semantic}: a learned head's classes
         self._asked = 0      # questions asked; an answer carries the number it answers
         self._busy = False
         self._pending = False
@@ -151,6 +177,9 @@ class SemanticScoreView(QWidget):
         self.use_btn = QPushButton(self.tr("Use this threshold"))
         self.use_btn.setEnabled(False)
         self.use_btn.clicked.connect(self._use_suggestion)
+        self.use_probability_btn = QPushButton(self.tr("Use this minimum probability"))
+        self.use_probability_btn.setEnabled(False)
+        self.use_probability_btn.clicked.connect(self._use_probability)
 
         row = QHBoxLayout()
         row.addWidget(QLabel(self.tr("Suggest")))
@@ -158,6 +187,7 @@ class SemanticScoreView(QWidget):
         row.addWidget(QLabel(self.tr("precision")))
         row.addWidget(self.precision)
         row.addWidget(self.use_btn)
+        row.addWidget(self.use_probability_btn)
         layout = QVBoxLayout(self)
         layout.addWidget(self.prompt)
         layout.addWidget(self.score)
@@ -173,9 +203,11 @@ class SemanticScoreView(QWidget):
         self.mode.activated.connect(self._show_suggestion)
         self.precision.editingFinished.connect(self.refresh)
 
-    def set_condition(self, semantic: dict | None) -> None:
-        """The rule being edited changed (or another rule was selected)."""
+    def set_condition(self, semantic: dict | None, others: list[dict] | None = None) -> None:
+        """The rule being edited changed (or another rule was selected); `others`: the other
+        rules' {name, semantic}, scored together with it under learned scoring."""
         self._semantic = semantic
+        self._others = others or []
         if semantic is None:
             self.answer = None
             self.score.setText(self.tr("This rule has no semantic examples."))
@@ -195,7 +227,7 @@ class SemanticScoreView(QWidget):
         prompt = self.prompt.text().strip()
         asked = self._asked
         self.pool.submit(self._client().semantic_probe, self._semantic, [prompt] if prompt else [],
-                         200, round(self.precision.value(), 3),
+                         200, round(self.precision.value(), 3), self._others,
                          returned=lambda a: self._on_answer(asked, a),
                          errored=lambda e: self._on_error(asked, e))
 
@@ -215,10 +247,15 @@ class SemanticScoreView(QWidget):
         if prompts:
             p = prompts[0]
             verdict = self.tr("holds") if p.get("holds") else self.tr("does not hold")
-            self.score.setText(self.tr("score {score:.3f} (threshold {threshold:.3f}): {verdict}; "
-                                       "nearest example: “{nearest}”").format(
+            text = self.tr("score {score:.3f} (threshold {threshold:.3f}): {verdict}; "
+                           "nearest example: “{nearest}”").format(
                 score=p["score"], threshold=p["threshold"], verdict=verdict,
-                nearest=p["nearest_example"]))
+                nearest=p["nearest_example"])
+            if p.get("probability") is not None:
+                picked = p["chosen"] if p["chosen"] is not None else self.tr("no route")
+                text += self.tr("; probability {p:.2f} (needs {need:.2f}), the classifier picks {picked}").format(
+                    p=p["probability"], need=p["min_probability"], picked=picked)
+            self.score.setText(text)
         else:
             self.score.setText(self.tr("Type a prompt to see its score."))
         for key, _colour in SERIES:
@@ -243,9 +280,13 @@ class SemanticScoreView(QWidget):
             return None
         return (self.answer.get("suggestions") or {}).get(self.mode.currentData())
 
+    def suggested_min_probability(self) -> float | None:
+        return (self.answer or {}).get("min_probability_suggestion")
+
     def _show_suggestion(self, *_args) -> None:
         s = self.suggested()
         self.use_btn.setEnabled(s is not None)
+        self.use_probability_btn.setEnabled(self.suggested_min_probability() is not None)
         if s is None:
             self.suggestion.setText(self.tr("No suggestion: add at least two examples."))
             return
@@ -255,7 +296,16 @@ class SemanticScoreView(QWidget):
             parts.append(self.tr("precision {p:.0%} against the negatives").format(p=s["precision"]))
         if s.get("recent_share") is not None:
             parts.append(self.tr("{share:.0%} of recent requests would pass").format(share=s["recent_share"]))
+        learned = self.suggested_min_probability()
+        if learned is not None:
+            parts.append(self.tr("minimum probability {p:.2f} (cross-validated over {n} rules' examples)").format(
+                p=learned, n=self.answer["rules_in_head"]))
         self.suggestion.setText("; ".join(parts))
+
+    def _use_probability(self) -> None:
+        p = self.suggested_min_probability()
+        if p is not None:
+            self.min_probability_chosen.emit(float(p))
 
     def _use_suggestion(self) -> None:
         s = self.suggested()

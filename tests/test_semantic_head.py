@@ -1,0 +1,153 @@
+"""The learned head of `scoring: learned` semantic rules: the classifier on fixed vectors (pure
+policy), its decision and explanation, and a router over the real MiniLM."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from laya_desktop.config.validate import validate_config
+from laya_desktop.routing.request import extract
+from laya_desktop.routing.router import Router, explanation_json
+from laya_desktop.routing.semantic import SemanticScore
+from laya_desktop.routing.semantic_head import (choose, fit_head, fit_min_probability, out_of_fold,
+                                                stratified_folds)
+
+CHAT = "/v1/chat/completions"
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+def clusters(per_class: int, classes: int, spread: float = 0.3, seed: int = 1):
+    """Unit vectors around `classes` random centres in 384 dimensions, `per_class` each."""
+    rng = np.random.default_rng(seed)
+    centres = unit(rng.normal(size=(classes, 384)))
+    x = unit(np.repeat(centres, per_class, axis=0) + spread * rng.normal(size=(classes * per_class, 384)) / 384 ** 0.5 * 4)
+    return centres, x, np.repeat(np.arange(classes), per_class)
+
+
+def test_head_separates_clusters_and_is_deterministic():
+    centres, x, y = clusters(20, 3)
+    head = fit_head(x, y, 3)
+    probs = head.probabilities(centres)
+    assert list(probs.argmax(axis=1)) == [0, 1, 2]
+    assert probs.max(axis=1).min() > 0.8
+    again = fit_head(x, y, 3)
+    assert np.array_equal(head.weights, again.weights) and np.array_equal(head.bias, again.bias)
+
+
+def test_choose_takes_the_most_probable_route_over_the_texts_vectors_unless_none_wins():
+    none = 2
+    # vector 0 leans to route 0, vector 1 (the lead-in) is surer of route 1: route 1
+    picked = choose(np.array([[0.5, 0.2, 0.3], [0.1, 0.8, 0.1]]), none)
+    assert picked.chosen == 1 and list(picked.probabilities) == [0.5, 0.8, 0.3]
+    # the best route probability loses to "none" on its own vector: no route
+    assert choose(np.array([[0.3, 0.1, 0.6]]), none).chosen is None
+    # no "none" class (no negatives anywhere): the most probable route
+    assert choose(np.array([[0.4, 0.6]]), None).chosen == 1
+
+
+def test_one_class_gives_probability_one():
+    _, x, y = clusters(5, 1)
+    head = fit_head(x, y, 1)
+    assert np.allclose(head.probabilities(x), 1.0)
+
+
+def test_out_of_fold_probabilities_never_come_from_a_head_that_saw_the_row():
+    _, x, y = clusters(10, 2)
+    y = y.copy()
+    y[0] = 2  # a class of one row: only the head that saw it knows it
+    in_sample = fit_head(x, y, 3).probabilities(x[:1])[0, 2]
+    held_out = out_of_fold(x, y, 3, k=5)[0, 2]
+    assert in_sample > 0.3 and held_out < 0.1
+    folds = stratified_folds(np.repeat([0, 1], 10), 5)
+    assert all(np.bincount(folds[:10], minlength=5) == 2) and all(np.bincount(folds[10:], minlength=5) == 2)
+
+
+def test_min_probability_is_fitted_for_the_best_accuracy():
+    none = 1
+    # three route rows at 0.9, 0.8, 0.6 and two "none" rows whose route probability is 0.7, 0.65:
+    # any threshold in (0.7, 0.8] keeps the two surest route rows and drops both "none" rows
+    oof = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.7, 0.3], [0.65, 0.35]])
+    y = np.array([0, 0, 0, 1, 1])
+    assert 0.7 < fit_min_probability(oof, y, none) <= 0.8
+
+
+@pytest.mark.parametrize("probability, chosen, holds, reason", [
+    (0.9, "code", True, "probability 0.90 >= 0.50"),
+    (0.4, "code", False, "probability 0.40 < 0.50"),
+    (0.3, "poetry", False, "the classifier picks rule 'poetry' (probability 0.30 for this one)"),
+    (0.2, None, False, "the classifier picks no route"),
+])
+def test_learned_score_holds_when_the_head_picks_the_rule_surely_enough(probability, chosen, holds, reason):
+    s = SemanticScore(0.6, "e", None, None, 0.4, scoring="learned", probability=probability,
+                      min_probability=0.5, chosen=chosen, rule="code")
+    assert s.holds is holds and reason in s.reason()
+    assert s.as_json()["probability"] == probability and s.as_json()["chosen"] == chosen
+    # below the cosine threshold nothing else counts
+    low = SemanticScore(0.3, "e", None, None, 0.4, scoring="learned", probability=0.99, chosen="code", rule="code")
+    assert not low.holds and "< threshold 0.40" in low.reason()
+
+
+def test_fitting_200_examples_takes_under_a_second():
+    _, x, y = clusters(25, 8)
+    times = []
+    for _ in range(3):  # the best of 3: other jobs share these cores (about 0.08 s when idle)
+        started = time.perf_counter()
+        fit_head(x, y, 8)
+        times.append(time.perf_counter() - started)
+    assert min(times) < 1.0
+
+
+ROUTES = {
+    "code": ["write a python function that parses a csv file", "fix the bug in my javascript code",
+             "why does my rust program panic with index out of bounds", "add unit tests to this class"],
+    "poetry": ["write a poem about the ocean", "compose a haiku about autumn leaves",
+               "a sonnet for my wife's birthday", "write song lyrics about leaving home"],
+    "cooking": ["what can I cook with rice and eggs", "a recipe for vegan lasagna",
+                "how long do I roast a chicken", "how do I make bread rise better"],
+}
+NEGATIVES = ["what is the weather like today", "tell me about the history of rome",
+             "who won the football match yesterday", "how are you doing"]
+
+
+def learned_router(scoring: str = "learned", threshold: float = 0.2) -> Router:
+    rules = [{"name": name, "target": "a", "match": {"semantic": {
+        "examples": examples, "negatives": NEGATIVES, "threshold": threshold, "scoring": scoring}}}
+        for name, examples in ROUTES.items()]
+    config, errors = validate_config({
+        "models": [{"name": "a", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"}],
+        "routes": rules + [{"name": "default", "target": "a"}]})
+    assert errors == []
+    return Router(config)
+
+
+def chat(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_learned_rules_route_through_the_real_encoder_and_explain_their_probability():
+    router = learned_router()
+    head = router.semantic.head
+    assert head is not None and (head.classes, head.negatives) == (4, 4)
+    cases = {"my python script crashes with a KeyError, please debug it": "code",
+             "write me a short poem about the moon": "poetry",
+             "how do I bake chocolate chip cookies": "cooking",
+             "what is the capital of australia": "default"}
+    assert {text: router.decide_body(CHAT, chat(text), None).rule for text in cases} == cases
+    # threshold 0: every rule's score passes it, so the head alone decides between them
+    out = explanation_json(learned_router(threshold=0.0).explain(
+        extract(CHAT, chat("write me a short poem about the moon"), None)), 1.0)
+    poetry = next(r for r in out["explanation"] if r["rule"] == "poetry")
+    code = next(r for r in out["explanation"] if r["rule"] == "code")
+    assert poetry["matched"] and poetry["semantic"]["scoring"] == "learned"
+    assert poetry["semantic"]["probability"] >= 0.5 and poetry["semantic"]["chosen"] == "poetry"
+    assert not code["matched"] and "the classifier picks rule 'poetry'" in code["reasons"][0]
+    # nearest scoring on the same rules: no head, no probability
+    nearest = learned_router("nearest")
+    assert nearest.semantic.head is None
+    out = explanation_json(nearest.explain(extract(CHAT, chat("write me a short poem about the moon"), None)), 1.0)
+    assert all("probability" not in r["semantic"] for r in out["explanation"] if r.get("semantic"))
