@@ -151,3 +151,28 @@ def test_learned_rules_route_through_the_real_encoder_and_explain_their_probabil
     assert nearest.semantic.head is None
     out = explanation_json(nearest.explain(extract(CHAT, chat("write me a short poem about the moon"), None)), 1.0)
     assert all("probability" not in r["semantic"] for r in out["explanation"] if r.get("semantic"))
+
+
+def test_probe_scores_against_the_other_rules_and_fits_min_probability_once(monkeypatch):
+    from laya_desktop.config.validate import validate_semantic
+    from laya_desktop.routing import semantic_head
+    from laya_desktop.routing.semantic import shared_embeddings
+    from laya_desktop.routing.semantic_probe import probe
+
+    code, _ = validate_semantic({"examples": ROUTES["code"], "negatives": NEGATIVES})
+    others = {n: validate_semantic({"examples": ROUTES[n]})[0] for n in ("poetry", "cooking")}
+    fits = []
+    real = semantic_head.out_of_fold
+
+    def counted(*args, **kwargs):
+        fits.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(semantic_head, "out_of_fold", counted)
+    first = probe(code, ["write me a short poem about the moon"], [], shared_embeddings(), others=others)
+    again = probe(code, ["how do I bake bread"], [], shared_embeddings(), others=others)
+    assert first["rules_in_head"] == 3 and first["prompts"][0]["chosen"] == "poetry"
+    assert not first["prompts"][0]["holds"]
+    assert 0.05 <= first["min_probability_suggestion"] <= 0.95
+    assert again["min_probability_suggestion"] == first["min_probability_suggestion"]
+    assert len(fits) == 1  # the examples did not change: the cross-validation ran once

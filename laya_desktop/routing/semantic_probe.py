@@ -7,6 +7,8 @@ rule and `others` (the config's other semantic rules, by name), and the answer s
 `min_probability` fitted by 10-fold cross-validation on all their examples."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from laya_desktop.config.schema import RouteConfig, RouteMatch, SemanticMatch
 from laya_desktop.routing.semantic import SemanticRule, SemanticRules, TextEmbeddings, semantic_text
 from laya_desktop.routing.semantic_threshold import (MODES, Suggestion, leave_one_out_margins,
@@ -29,16 +31,23 @@ def _margin_suggestion(margins: tuple[list[float], list[float]], mode: str, prec
 
 
 EDITED = "(this rule)"
+_fitted: OrderedDict[tuple, float | None] = OrderedDict()  # the last few configs' suggestions
 
 
-def _learned_min_probability(rules: SemanticRules) -> float | None:
-    """The min_probability with the best cross-validated accuracy over the head's examples."""
+def _learned_min_probability(rules: SemanticRules, matches: list[SemanticMatch]) -> float | None:
+    """The min_probability with the best cross-validated accuracy over the head's examples: ten
+    fits, so kept per set of examples and negatives (typing a prompt changes neither)."""
     from laya_desktop.routing.semantic_head import fit_min_probability, out_of_fold
 
     head = rules.head
     if head is None or head.classes < 2:
         return None
-    return fit_min_probability(out_of_fold(head.x, head.y, head.classes), head.y, head.none)
+    key = tuple((tuple(m.examples), tuple(m.negatives)) for m in matches)
+    if key not in _fitted:
+        _fitted[key] = fit_min_probability(out_of_fold(head.x, head.y, head.classes), head.y, head.none)
+        if len(_fitted) > 8:
+            _fitted.popitem(last=False)
+    return _fitted[key]
 
 
 def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], embed: TextEmbeddings,
@@ -68,5 +77,6 @@ def probe(match: SemanticMatch, prompts: list[str], recent_texts: list[str], emb
         "scores": {"examples_leave_one_out": positives, "negatives": negatives, "recent": recent},
         "suggestions": suggestions, "margin_suggestions": margin_suggestions, "precision": precision,
         "scoring": match.scoring, "rules_in_head": len(others) + 1 if learned else None,
-        "min_probability_suggestion": _learned_min_probability(rules) if learned else None,
+        "min_probability_suggestion": _learned_min_probability(rules, [match, *others.values()])
+        if learned else None,
     }
