@@ -9,7 +9,8 @@ bench/semantic_route.py the product's scorings side by side. L2: 10-fold cross-v
 bench's examples (log loss) chose 1e-5, the smallest tried; 1e-4 is used, ten times stronger,
 since a user's config has far fewer examples and negatives than the bench's and a weak penalty
 makes the head sure of itself far from all of them (with the cosine threshold also required,
-1e-4 scored 0-2 points of top-1 below 1e-5 on the bench's prompt sets, at no more false positives).
+at min_probability 0.5 1e-4 scored 0-2 points of top-1 below 1e-5 on the bench's prompt sets, with no
+more false positives).
 """
 from __future__ import annotations
 
