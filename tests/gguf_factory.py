@@ -47,11 +47,12 @@ def _vocab() -> tuple[list[str], list[int]]:
 def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_embd: int = 64,
                     n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 2048, seed: int = 0,
                     chat_template: str | list[dict] | None = None,
-                    pooling_type: int | None = None) -> Path:
+                    pooling_type: int | None = None, sliding_window: int | None = None) -> Path:
     """Write the model to `path`. `n_vocab` pads the vocabulary with unused tokens when larger than
     the built-in one (256 bytes + merges + specials). `chat_template` is one template or named
     ones ([{"name": "default" | "tool_use", "template": ...}]); `pooling_type` (a
-    gguf.PoolingType) is the embedding pooling the GGUF declares."""
+    gguf.PoolingType) is the embedding pooling the GGUF declares. With `sliding_window` the model
+    is a Gemma 3 instead (llama.cpp's layout: five sliding-window layers, then a global one)."""
     path = Path(path)
     tokens, types = _vocab()
     if n_vocab is not None:
@@ -70,8 +71,13 @@ def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_emb
     def weight(*shape: int, scale: float = 0.5) -> np.ndarray:
         return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float32)
 
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name("tiny-random-llama")
+    gemma = sliding_window is not None
+    writer = gguf.GGUFWriter(str(path), "gemma3" if gemma else "llama")
+    writer.add_name("tiny-random-gemma3" if gemma else "tiny-random-llama")
+    if gemma:
+        writer.add_sliding_window(sliding_window)
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
     writer.add_context_length(n_ctx_train)
     writer.add_embedding_length(n_embd)
     writer.add_block_count(n_layer)
@@ -112,6 +118,10 @@ def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_emb
         writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+        if gemma:
+            for norm, size in (("attn_q_norm", head_dim), ("attn_k_norm", head_dim),
+                               ("post_attention_norm", n_embd), ("post_ffw_norm", n_embd)):
+                writer.add_tensor(f"{blk}.{norm}.weight", np.ones(size, dtype=np.float32))
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

@@ -97,12 +97,15 @@ def test_sliding_window_layers(tmp_path):
     info = read_gguf_info(write_metadata_only(tmp_path / "g.gguf", n_layer=12))
     assert info.sliding_window == 512
     assert info.swa_layers == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]  # gemma3: every 6th layer is global
-    full = estimate_memory(info, n_ctx=8192, parallel=2)
-    assert full.kv_bytes == full.kv_bytes_per_token * 8192 * 2   # swa_full (the runner's setting)
-    small = estimate_memory(info, n_ctx=8192, parallel=2, swa_full=False)
+    full = estimate_memory(info, n_ctx=8192, parallel=2, swa_full=True)
+    assert full.kv_bytes == full.kv_bytes_per_token * 8192 * 2
+    small = estimate_memory(info, n_ctx=8192, parallel=2)   # the runner's setting
     per_layer = 2 * (128 + 64) * 2
-    assert small.kv_bytes == per_layer * (2 * 8192 * 2 + 10 * 2 * 1024)  # 512 + 512 ubatch per seq
+    window_cache = 2 * 512 + 512                  # a window per sequence + a micro-batch
+    assert small.kv_bytes == per_layer * (2 * 8192 * 2 + 10 * window_cache)
+    assert small.checkpoint_bytes == per_layer * 10 * 2 * (512 + 512)   # one a slot, at most
     assert any("sliding-window" in n for n in full.notes)
+    assert any("checkpoints" in n for n in small.notes)
 
 
 def test_unknown_architecture_window_counts_every_layer(tmp_path):
@@ -192,7 +195,8 @@ _LOADER = textwrap.dedent("""
     path, n_ctx, parallel = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     print("imported", flush=True)
     sys.stdin.readline()
-    llm = llama_cpp.Llama(path, n_ctx=n_ctx * parallel, n_seq_max=parallel, verbose=False)
+    llm = llama_cpp.Llama(path, n_ctx=n_ctx * parallel, n_seq_max=parallel, verbose=False,
+                          swa_full=False)   # as the runner configures llama.cpp
     llm.create_completion("The capital of France is", max_tokens=8)
     print("warm", flush=True)
     sys.stdin.readline()

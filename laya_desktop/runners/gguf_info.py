@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import gguf
 
+from laya_desktop.runners.swa_layout import sliding_window_layers
+
 GGUF_MAGIC = b"GGUF"
 _KEEP_ARRAY_MAX = 1024  # arrays longer than this are counted, not kept (vocabularies, merges)
 
@@ -23,9 +25,6 @@ _KEEP_ARRAY_MAX = 1024  # arrays longer than this are counted, not kept (vocabul
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
 
-# Sliding-window attention layouts llama.cpp uses: layer il is a sliding-window layer when
-# il % pattern < pattern - 1 (gemma3: five local layers, then one global).
-SWA_PATTERNS = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}
 
 
 class GgufError(ValueError):
@@ -250,7 +249,7 @@ def _parse(buf, path: str, size: int) -> GgufInfo:
     n_vocab = len(tokens) if tokens is not None else int(get("vocab_size", 0) or 0)
 
     sliding_window = get("attention.sliding_window")
-    swa_layers = _swa_layers(arch, n_layer, sliding_window, get("attention.sliding_window_pattern"))
+    swa_layers = sliding_window_layers(arch, n_layer, sliding_window, get("attention.sliding_window_pattern"))
 
     quant = _file_type_name(meta.get("general.file_type"))
     if quant is None:
@@ -277,14 +276,3 @@ def _first_int(value) -> int:
     if isinstance(value, list):
         return int(max(value)) if value else 0
     return int(value or 0)
-
-
-def _swa_layers(arch: str, n_layer: int, window, pattern_meta) -> list[int]:
-    if not isinstance(window, int) or window <= 0:
-        return []
-    if isinstance(pattern_meta, list) and len(pattern_meta) >= n_layer:
-        return [i for i in range(n_layer) if pattern_meta[i]]
-    pattern = pattern_meta if isinstance(pattern_meta, int) and pattern_meta > 0 else SWA_PATTERNS.get(arch)
-    if not pattern:
-        return []  # unknown layout: treat every layer as global (the larger, safer estimate)
-    return [i for i in range(n_layer) if i % pattern < pattern - 1]

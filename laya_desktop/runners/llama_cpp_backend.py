@@ -26,6 +26,8 @@ from laya_desktop.runners.chat_templates import normalize_messages, select_forma
 from laya_desktop.runners.contract import Accepted, accept
 from laya_desktop.runners.llama_sampling import logprob_entry, make_sampler
 from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
+from laya_desktop.runners.sliding_window import SlidingWindows
+from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
 from laya_desktop.runners.tool_prompt import check_tools
 
 # ggml type of each KV cache type (its bytes per element: memory_estimate.KV_ELEMENT_BYTES).
@@ -150,7 +152,10 @@ class LlamaCppBackend:
         # ubatch (separate streams split mixed batches into several), and each sequence's
         # n_ctx limit is enforced here instead.
         cparams.kv_unified = True
-        cparams.swa_full = True   # SWA layers keep the full context: prefix reuse stays possible
+        # Sliding-window layers get a cache of their window only (SlidingWindows keeps prefix
+        # reuse right with it): a long prompt reads n_swa keys on those layers, not all of them.
+        self.n_swa = max(L.llama_model_n_swa(self.model), 0)
+        cparams.swa_full = False
         cparams.no_perf = True
         self.rope_scaling = self._extend_context(cparams)
         self._configure_context(cparams)
@@ -160,6 +165,7 @@ class LlamaCppBackend:
                                              f"(n_ctx {cparams.n_ctx}, kv_cache_type {kv_type})"))
         self.n_ctx = min(self.n_ctx, L.llama_n_ctx_seq(self.ctx))
         self.mem = L.llama_get_memory(self.ctx)
+        self.windows = SlidingWindows(self.ctx, self.mem, self.n_swa) if self.n_swa else None
         self.batch = L.llama_batch_init(self.n_batch, 0, 1)
         self._b_token = np.ctypeslib.as_array(self.batch.token, shape=(self.n_batch,))
         self._b_pos = np.ctypeslib.as_array(self.batch.pos, shape=(self.n_batch,))
@@ -177,6 +183,7 @@ class LlamaCppBackend:
             tool_use.decode("utf-8", "replace") if tool_use else None)
         self.chat_format = self._chat.name
         self.kv_bytes_per_token = self._kv_bytes_per_token()
+        self._window_share = self._sliding_window_share()
 
         self.slots = [Slot(seq_id=i) for i in range(self.parallel)]
         self.waiting: collections.deque[Request] = collections.deque()
@@ -227,6 +234,22 @@ class LlamaCppBackend:
         v = int(self._meta(f"{arch}.attention.value_length") or head_default)
         heads_kv = [L.llama_model_n_head_kv(self.model)] * L.llama_model_n_layer(self.model)
         return kv_bytes_per_token_of(heads_kv, k, v, KV_ELEMENT_BYTES[self.kv_cache_type])
+
+    def _sliding_window_share(self) -> float:
+        """The part of a token's KV bytes that lies in sliding-window layers."""
+        if not self.n_swa:
+            return 0.0
+        n_layer = max(L.llama_model_n_layer(self.model), 1)
+        pattern = self._meta(f"{self.architecture}.attention.sliding_window_pattern")
+        layers = sliding_window_layers(self.architecture, n_layer, self.n_swa,
+                                       int(pattern) if pattern and pattern.isdigit() else None)
+        return len(layers) / n_layer
+
+    def _kv_bytes(self, cells: int, cells_in_window: int) -> int:
+        """KV bytes of `cells` cells in the global layers and `cells_in_window` in the
+        sliding-window ones."""
+        share = self._window_share
+        return int(self.kv_bytes_per_token * ((1 - share) * cells + share * cells_in_window))
 
     def info(self) -> dict:
         return {"name": self.name, "path": self.path, "backend": "llama_cpp",
@@ -337,6 +360,8 @@ class LlamaCppBackend:
         for r, take in chunks:
             r.slot.tokens.extend(r.prompt[r.n_done:r.n_done + take])
             r.n_done += take
+            if self.windows is not None and r.n_done == len(r.prompt):
+                self.windows.save(r.slot.seq_id, r.n_done)
         events = []
         for r, idx in outputs:
             events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx), idx))
@@ -392,12 +417,21 @@ class LlamaCppBackend:
             req = self.waiting.popleft()
             index, keep = choose_slot(req.prompt, free)
             slot = self.slots[index]
-            if keep < len(slot.tokens) and not L.llama_memory_seq_rm(self.mem, slot.seq_id, keep, -1):
-                L.llama_memory_seq_rm(self.mem, slot.seq_id, -1, -1)
-                keep = 0
-            del slot.tokens[keep:]
+            if keep < len(slot.tokens):
+                if self.windows is not None:
+                    keep = self.windows.usable_prefix(slot.seq_id, keep)
+                if not L.llama_memory_seq_rm(self.mem, slot.seq_id, keep, -1):
+                    L.llama_memory_seq_rm(self.mem, slot.seq_id, -1, -1)
+                    keep = 0
+            self._truncate(slot, keep)
             req.slot, req.n_done, req.cached_tokens = slot, keep, keep
             slot.request, slot.last_used = req, time.monotonic()
+
+    def _truncate(self, slot: Slot, n_tokens: int) -> None:
+        """The slot's cache now holds its first n_tokens tokens only."""
+        del slot.tokens[n_tokens:]
+        if self.windows is not None:
+            self.windows.truncated(slot.seq_id, n_tokens)
 
     def _sampled(self, r: Request, tok: int, idx: int) -> list[dict]:
         """Events for a sampled token. An end-of-generation token is neither text nor a
@@ -451,7 +485,7 @@ class LlamaCppBackend:
         events = []
         for r in requests:
             L.llama_memory_seq_rm(self.mem, r.slot.seq_id, -1, -1)
-            r.slot.tokens.clear()
+            self._truncate(r.slot, 0)
             self._release(r)
             events.append(P.error(r.id, code, message))
         return events
@@ -472,10 +506,15 @@ class LlamaCppBackend:
 
     def stats(self) -> dict:
         used = sum(len(s.tokens) for s in self.slots)
-        return {"kv_used_tokens": used, "kv_capacity_tokens": self.n_ctx * self.parallel,
+        cells = self.n_ctx * self.parallel
+        used_window, window = used, cells
+        if self.windows is not None:
+            used_window = sum(self.windows.used_cells(s.seq_id) for s in self.slots if s.tokens)
+            window = window_cells(self.n_swa, self.parallel, self.n_batch, cells)
+        return {"kv_used_tokens": used, "kv_capacity_tokens": cells,
                 "kv_bytes_per_token": self.kv_bytes_per_token,
-                "kv_used_bytes": int(used * self.kv_bytes_per_token),
-                "kv_capacity_bytes": int(self.n_ctx * self.parallel * self.kv_bytes_per_token),
+                "kv_used_bytes": self._kv_bytes(used, used_window),
+                "kv_capacity_bytes": self._kv_bytes(cells, window),
                 "active": sum(s.request is not None for s in self.slots), "queued": len(self.waiting),
                 "parallel": self.parallel, "tokens_per_s": self.tokens_per_s(),
                 "requests_total": self._totals["requests"],

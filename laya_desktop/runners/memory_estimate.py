@@ -9,10 +9,11 @@ memory policy uses (private memory + the mapped weights it needs):
   MiB). Layers offloaded to a GPU move to VRAM (the input embeddings always stay in RAM).
 - KV cache: bytes per token = sum over layers of n_head_kv x (head_dim_k + head_dim_v) x element
   size (f16 2 bytes, q8_0 34/32, q4_0 18/32), times n_ctx x parallel cells (llama.cpp pads each
-  sequence's share to 256 cells). Sliding-window layers (Gemma 2/3, Cohere 2): the runner sets
-  `swa_full = True` (llama.cpp's default too), so they get full-size caches and the estimate counts
-  every layer at full size; with `swa_full=False` they would hold only n_swa x parallel + n_ubatch
-  cells, which `estimate_memory(..., swa_full=False)` models. llama.cpp writes the whole cache when
+  sequence's share to 256 cells). Sliding-window layers (Gemma 2/3, Cohere 2) hold only
+  n_swa x parallel + n_ubatch cells (the runner turns `swa_full` off, as llama-server does; see
+  runners/sliding_window.py); a slot also keeps a checkpoint of its window cells, which grows
+  with its prompt to a window and a micro-batch (`checkpoint_bytes`, not in the
+  total: a short prompt's are small, and the guard watches what the runner really holds); `estimate_memory(..., swa_full=True)` models full-size caches. llama.cpp writes the whole cache when
   it clears it, so all of it is resident from the start (measured: RSS grows 18 KiB per cell for
   Gemma, exactly its bytes per token).
 - compute: llama.cpp *reserves* a compute buffer sized for the worst graph, dominated by the
@@ -29,8 +30,8 @@ memory policy uses (private memory + the mapped weights it needs):
   measured between vocabularies of 280 and 262k tokens).
 
 Calibration on Gemma 3 270M Q4_K_M (Linux x86-64, CPU, llama-cpp-python 0.3.36): n_ctx 1024 x 4
-estimates 449 MiB; a fresh runner measured 422 MiB RSS after a warm-up completion (374 MiB of it
-grown across the load). tests/test_memory_estimate.py re-measures this.
+estimates 426 MiB; a fresh process with llama.cpp configured as the runner does it measured
+370 MiB RSS after a warm-up completion (330 MiB of it grown across the load). tests/test_memory_estimate.py re-measures this.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from pathlib import Path
 
 from laya_desktop.runners.builtin import resolve_model_path
 from laya_desktop.runners.gguf_info import GgufError, GgufInfo, read_gguf_info
+from laya_desktop.runners.swa_layout import window_cells
 
 MIB = 1 << 20
 KV_ELEMENT_BYTES = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
@@ -64,6 +66,7 @@ class MemoryEstimate:
     runtime_bytes: int = RUNTIME_BYTES  # the part of overhead a bare runner process holds
     kv_tokens: int = 0          # cells allocated: parallel x n_ctx (padded)
     compute_reserved_bytes: int = 0     # what llama.cpp reserves (virtual; mostly never touched)
+    checkpoint_bytes: int = 0   # at most, the slots' sliding-window checkpoints (not in the total)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -106,7 +109,7 @@ def _pad(n: int, to: int) -> int:
 
 
 def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: str = "f16",
-                    n_gpu_layers: int = 0, *, swa_full: bool = True, flash_attn: bool = True,
+                    n_gpu_layers: int = 0, *, swa_full: bool = False, flash_attn: bool = True,
                     n_ubatch: int = N_UBATCH) -> MemoryEstimate:
     """Memory a runner needs for `info` with `n_ctx` tokens per sequence and `parallel` sequences."""
     if n_ctx < 1 or parallel < 1:
@@ -120,14 +123,19 @@ def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: st
     swa = set(info.swa_layers)
     swa_cells = cells
     if swa and not swa_full and info.sliding_window:
-        swa_cells = min(cells, parallel * _pad(info.sliding_window + n_ubatch, KV_PAD))
+        swa_cells = window_cells(info.sliding_window, parallel, n_ubatch, cells)
     layer_bytes = [h * (info.head_dim_k + info.head_dim_v) * elem for h in info.n_head_kv_per_layer]
     kv_layer_total = [b * (swa_cells if i in swa else cells) for i, b in enumerate(layer_bytes)]
+    checkpoints = 0
     if swa:
+        if not swa_full:   # each slot's prompt checkpoint: at most a window and a micro-batch
+            per_slot = min(info.sliding_window + n_ubatch, _pad(n_ctx, KV_PAD))
+            checkpoints = parallel * per_slot * sum(layer_bytes[i] for i in swa if i < len(layer_bytes))
         notes.append(f"{len(swa)} of {info.n_layer} layers use sliding-window attention "
                      f"(window {info.sliding_window}); "
-                     + ("counted at full size (swa_full, as the runner configures llama.cpp)" if swa_full
-                        else f"counted at {swa_cells} cells (swa_full off)"))
+                     + ("counted at full size (swa_full)" if swa_full
+                        else f"counted at {swa_cells} cells, as the runner configures llama.cpp; "
+                             f"long prompts add up to {checkpoints / MIB:.1f} MiB of checkpoints"))
 
     # -- GPU offload ------------------------------------------------------------------------
     if n_gpu_layers < 0 or n_gpu_layers > info.n_layer:
@@ -177,7 +185,8 @@ def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: st
         kv_bytes_per_token=kv_bytes_per_token(info, kv_cache_type), compute_bytes=int(compute),
         overhead_bytes=int(overhead), total_bytes=int(total),
         vram_bytes=int(weights_vram + kv_vram + compute_vram), runtime_bytes=RUNTIME_BYTES,
-        kv_tokens=cells, compute_reserved_bytes=int(reserved), notes=notes,
+        kv_tokens=cells, compute_reserved_bytes=int(reserved), checkpoint_bytes=int(checkpoints),
+        notes=notes,
     )
 
 
