@@ -1796,6 +1796,18 @@
         <translation>看起来相似但属于别处的提示，每行一个</translation>
     </message>
     <message>
+        <source>learned (a classifier over every semantic rule picks the route)</source>
+        <translation>learned（由覆盖所有语义规则的分类器选择路由）</translation>
+    </message>
+    <message>
+        <source>nearest (the nearest examples decide)</source>
+        <translation>nearest（由最近的示例决定）</translation>
+    </message>
+    <message>
+        <source>learned: the classifier&apos;s probability for this route needed</source>
+        <translation>learned：此路由所需的分类器概率</translation>
+    </message>
+    <message>
         <source>Examples</source>
         <translation>示例</translation>
     </message>
@@ -1806,6 +1818,14 @@
     <message>
         <source>Threshold</source>
         <translation>阈值</translation>
+    </message>
+    <message>
+        <source>Scoring</source>
+        <translation>评分方式</translation>
+    </message>
+    <message>
+        <source>Minimum probability</source>
+        <translation>最低概率</translation>
     </message>
     <message>
         <source>the score is the mean similarity of this many nearest examples</source>
@@ -1863,6 +1883,10 @@
         <translation>使用此阈值</translation>
     </message>
     <message>
+        <source>Use this minimum probability</source>
+        <translation>使用此最低概率</translation>
+    </message>
+    <message>
         <source>Suggest</source>
         <translation>建议</translation>
     </message>
@@ -1887,6 +1911,14 @@
         <translation>得分 {score:.3f}（阈值 {threshold:.3f}）：{verdict}；最近的示例：“{nearest}”</translation>
     </message>
     <message>
+        <source>no route</source>
+        <translation>无路由</translation>
+    </message>
+    <message>
+        <source>; probability {p:.2f} (needs {need:.2f}), the classifier picks {picked}</source>
+        <translation>；概率 {p:.2f}（需要 {need:.2f}），分类器选择 {picked}</translation>
+    </message>
+    <message>
         <source>Type a prompt to see its score.</source>
         <translation>输入提示以查看其得分。</translation>
     </message>
@@ -1909,6 +1941,10 @@
     <message>
         <source>{share:.0%} of recent requests would pass</source>
         <translation>{share:.0%} 的最近请求会通过</translation>
+    </message>
+    <message>
+        <source>minimum probability {p:.2f} (cross-validated over {n} rules&apos; examples)</source>
+        <translation>最低概率 {p:.2f}（基于 {n} 条规则的示例交叉验证）</translation>
     </message>
 </context>
 <context>
