@@ -305,6 +305,7 @@ WEATHER_TOOL = {"name": "get_weather", "description": "The current weather in a 
                     "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
                     "required": ["city", "unit"], "additionalProperties": False}}
 HELLO = [{"role": "user", "content": "In one sentence, what is the sea?"}]
+WEATHER_SYSTEM = "You are a weather service."
 
 
 @pytest.fixture(scope="module")
@@ -371,18 +372,21 @@ def test_forced_tool_use_validates_against_the_schema(client):
 def test_streamed_tool_use_and_its_result(client):
     with client.messages.stream(
             model="claude-opus-5-5", max_tokens=80, extra_body={"temperature": 0}, tools=[WEATHER_TOOL],
-            tool_choice={"type": "any"},
+            tool_choice={"type": "any"}, system=WEATHER_SYSTEM,
             messages=[{"role": "user", "content": "Weather in Oslo?"}]) as stream:
         message = stream.get_final_message()
     assert message.stop_reason == "tool_use"
     block = _tool_input(message)
     answer = client.messages.create(
         model="claude-opus-5-5", max_tokens=30, extra_body={"temperature": 0}, tools=[WEATHER_TOOL],
+        system=WEATHER_SYSTEM,
         messages=[{"role": "user", "content": "Weather in Oslo?"},
                   {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]},
                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
                                                 "content": "12 degrees and rain"}]}])
     assert answer.content and answer.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    # the next turn reads only what is new: the first turn's prompt (system, tools, question) is cached
+    assert answer.usage.cache_read_input_tokens >= message.usage.input_tokens + message.usage.cache_read_input_tokens
 
 
 def test_count_tokens(client):

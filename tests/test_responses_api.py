@@ -404,12 +404,14 @@ def test_forced_function_call_validates_and_round_trips(upstream):
     client = sdk(upstream)
     first = client.responses.create(
         model="smol", input="What is the weather like in Paris?", tools=[SDK_WEATHER],
+        instructions="You are a weather service.",
         tool_choice={"type": "function", "name": "get_weather"}, max_output_tokens=80, temperature=0)
     (call,) = [item for item in first.output if item.type == "function_call"]
     assert call.name == "get_weather" and call.call_id and call.status == "completed"
     jsonschema.validate(json.loads(call.arguments), WEATHER_SCHEMA)
     second = client.responses.create(
         model="smol", tools=[SDK_WEATHER], max_output_tokens=40, temperature=0,
+        instructions="You are a weather service.",
         input=[{"role": "user", "content": "What is the weather like in Paris?"},
                {"type": "function_call", "call_id": call.call_id, "name": call.name,
                 "arguments": call.arguments},
@@ -417,6 +419,8 @@ def test_forced_function_call_validates_and_round_trips(upstream):
                 "output": "{\"temperature\": 21, \"sky\": \"sunny\"}"}])
     assert second.status in ("completed", "incomplete")
     assert second.output and second.usage.input_tokens > first.usage.input_tokens
+    # an agent's next turn: the first turn's prompt (instructions, tools, question) is not read again
+    assert second.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens
 
 
 def test_streamed_forced_function_call(upstream):
