@@ -314,7 +314,9 @@ def engine(tmp_path_factory):
     config = {"server": {"api_key": API_KEY},
               "models": [{"name": "smol", "backend": "llama_cpp", "path": "builtin:smollm2-135m-instruct",
                           "n_ctx": 8192, "parallel": 2}],
-              "routes": [{"name": "default", "target": "smol"}]}
+              # greedy unless a request says otherwise, as the shipped agents rule: Claude Code
+              # sends no temperature, and sampled, SmolLM2 sometimes answered beside the question
+              "routes": [{"name": "default", "target": "smol", "sampling": {"temperature": 0}}]}
     with running_engine(config, tmp_path_factory.mktemp("messages")) as eng:
         yield eng
 
