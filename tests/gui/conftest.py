@@ -1,7 +1,9 @@
 """Fixtures for the GUI tests: a tiny GGUF, a models.yaml on a free loopback port, process checks."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -16,6 +18,7 @@ import yaml
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The app under test keeps its user config, settings and engine logs here, not in the real home.
 _HOME = Path(tempfile.mkdtemp(prefix="laya-gui-tests-"))
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # each test process made its own
 os.environ["XDG_CONFIG_HOME"] = str(_HOME / "config")
 os.environ["XDG_STATE_HOME"] = str(_HOME / "state")
 os.environ.pop("LAYA_LANG", None)
