@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from property_budget import examples, property_test
 
-from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch
+from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch, SemanticMatch
 from laya_desktop.routing.lint import LintWarning, implies, lint
 from laya_desktop.routing.request import extract
 from laya_desktop.routing.router import check_rule
@@ -106,6 +106,19 @@ def test_model_condition_naming_a_registered_model():
     assert [str(w) for w in lint(cfg)] == [
         "routes[0].match.model: 'small' is a registered model: requests naming it go to it "
         "directly, never through the rules"]
+
+
+def test_semantic_setting_the_scoring_never_reads():
+    learned = SemanticMatch(examples=["fix my code"], margin=0.05)
+    nearest = SemanticMatch(examples=["fix my code"], scoring="nearest", min_probability=0.7)
+    both_used = SemanticMatch(examples=["fix my code"], scoring="nearest", margin=0.05)
+    cfg = config(rule("a", semantic=learned), rule("b", semantic=nearest),
+                 rule("c", semantic=both_used), rule("default"))
+    assert [str(w) for w in lint(cfg)] == [
+        "routes[0].match.semantic.margin: margin 0.05 does nothing with scoring 'learned': it "
+        "applies to scoring nearest only",
+        "routes[1].match.semantic.min_probability: min_probability 0.7 does nothing with scoring "
+        "'nearest': it applies to scoring learned only"]
 
 
 def test_disabled_catch_all_does_not_count():

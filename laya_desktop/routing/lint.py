@@ -1,4 +1,5 @@
-"""Routing lint: rules that can never fire, unknown models, duplicate names, no catch-all.
+"""Routing lint: rules that can never fire, unknown models, duplicate names, no catch-all,
+settings that do nothing.
 
 A later rule can never fire when an earlier enabled rule holds whenever it holds. Per condition
 (a list holds when any element does), the earlier rule's condition is implied when the later
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from laya_desktop.config.schema import Config, RouteConfig, RouteMatch
+from laya_desktop.config.schema import Config, RouteConfig, RouteMatch, SemanticMatch
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ def lint(config: Config) -> list[LintWarning]:
             warnings.append(_shadowed(i, rule, shadow, routes[shadow]))
     warnings += _unknown_models(config)
     warnings += _strategy_warnings(config)
+    warnings += _semantic_warnings(config)
     warnings += _registered_model_conditions(config)
     warnings += _duplicate_names(routes)
     if not any(r.enabled and r.match.is_empty() for r in routes):
@@ -127,6 +129,25 @@ def _strategy_warnings(config: Config) -> list[LintWarning]:
                 out.append(LintWarning(f"routes[{i}].fallback[{k}]", f"{name!r} is already a "
                                        "target of this rule: as a fallback it adds nothing",
                                        rule.name, level="info"))
+    return out
+
+
+def _semantic_warnings(config: Config) -> list[LintWarning]:
+    """A semantic setting the rule's scoring never reads: margin is nearest's, min_probability
+    learned's. Set to anything but its default, it says the user expects it to matter."""
+    defaults = SemanticMatch()
+    out = []
+    for i, rule in enumerate(config.routes):
+        semantic = rule.match.semantic
+        if semantic is None:
+            continue
+        unused = {"learned": "margin", "nearest": "min_probability"}.get(semantic.scoring)
+        if unused and getattr(semantic, unused) != getattr(defaults, unused):
+            out.append(LintWarning(
+                f"routes[{i}].match.semantic.{unused}",
+                f"{unused} {getattr(semantic, unused)} does nothing with scoring "
+                f"{semantic.scoring!r}: it applies to scoring "
+                f"{'nearest' if unused == 'margin' else 'learned'} only", rule.name))
     return out
 
 
