@@ -335,7 +335,8 @@ def test_probe_suggests_a_margin_over_the_negatives():
     ('summarize this email: "the meeting moved to friday at ten, bring the slides"',
      "summarize this email"),
     ("translate from swedish\njag älskar att läsa böcker på vintern", "translate from swedish"),
-    ("tl;dr: the shop closes early on monday", None),            # one word before the colon
+    ("tl;dr: the shop closes early on monday", "tl;dr"),         # one word before the colon
+    (": the shop closes early on monday", None),                  # nothing before it
     ("what does this mean: hola", None),                          # too little after it
     ("write a haiku about rain", None),                           # no lead-in at all
 ])
@@ -367,3 +368,6 @@ def test_a_pasted_text_is_scored_by_its_lead_in_too():
     assert decision.rule == "summarize"
     scored = router.semantic.score("summarize", extract(CHAT, chat(prompt), None).user_text_lower)
     assert scored.holds and scored.nearest in raw["routes"][1]["match"]["semantic"]["examples"]
+    one_word = "Summarize: " + prompt.split(": ", 1)[1]  # a one-word lead-in says the task too
+    assert rule.score(router.semantic.embeddings(semantic_text(one_word.lower()))).score < 0.4
+    assert router.decide_body(CHAT, chat(one_word), None).rule == "summarize"
