@@ -54,6 +54,8 @@ def run_gui(args) -> int:
     from laya_desktop.gui.single_instance import SingleInstance, instance_key
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
+    collector = collect_on_gui_thread(app)
     app.setApplicationName("Laya Desktop")
     app.setDesktopFileName("org.laya.Desktop")  # Wayland matches the window to the .desktop file
     app.setWindowIcon(app_icon())
@@ -96,6 +98,7 @@ def run_gui(args) -> int:
     window.show()
     window.start()
     app.exec()
+    collector.stop()   # the workers stop next, on the usual collector
     if instance is not None:
         instance.stop_listening()  # the window is going: nothing left to raise
     ended = window.shutdown(grace_s=_grace(deadline))

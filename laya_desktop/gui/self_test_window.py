@@ -16,7 +16,10 @@ def check_main_window(config_path: str, host: str, port: int, timeout_s: float) 
 
     from laya_desktop.gui.main_window import MainWindow
 
+    from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
+
     app = QApplication.instance() or QApplication(["laya"])
+    collector = collect_on_gui_thread(app)
     window = MainWindow(config_path, host, port)
     received: list[list[dict]] = []
     loop = QEventLoop()
@@ -43,3 +46,4 @@ def check_main_window(config_path: str, host: str, port: int, timeout_s: float) 
         window.close()
         window.shutdown()
         app.processEvents()
+        collector.stop()

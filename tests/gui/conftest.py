@@ -33,6 +33,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gc_on_gui_thread(qapp):
+    """As in the app (laya_desktop/gui/gui_thread_gc.py): cycles are collected on the GUI
+    thread only, never in a worker that happens to allocate."""
+    from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
+    collector = collect_on_gui_thread(qapp)
+    yield collector
+    collector.stop()
+
+
 @pytest.fixture(scope="session")
 def gui_tiny_gguf(tmp_path_factory) -> Path:
     from gguf_factory import write_tiny_gguf
