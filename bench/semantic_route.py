@@ -27,9 +27,10 @@ used beside dev to choose the learned scoring; `blind3` (bench/data/semantic_bli
 writers with the same brief, 514 prompts) was scored once after that, and nothing is fitted or
 chosen on it, until it was scored for its claim; then its misses showed which kinds of examples
 and negatives the routes file lacked (a second round of them, written from the scopes), so it is
-a seen set like the others now. `blind4` (bench/data/semantic_blind4.jsonl, scored by default
-once the file is there; or --blind ... blind4=PATH) was written the same way after the routes
-file and the scoring froze. Prompts equal to an example or to another set's prompt were dropped.
+a seen set like the others now. `blind4` (bench/data/semantic_blind4.jsonl, 500 prompts, two
+more writers with the same brief) was written before that second round began and read by no one
+until the routes file and the scoring froze; then it was scored once, for the claim. Prompts equal
+to an example or to another set's prompt were dropped.
 With --accuracy-only and --out, the configs' scores are written there; `routes file + train
 split, learned` is the product's default scoring (min_probability 0.5). Latency: the whole decision
 (Router.decide_body) on every test prompt and every last blind set prompt of up to 64 tokens, each a
@@ -71,7 +72,7 @@ from laya_desktop.routing.semantic_threshold import (leave_one_out_margins, leav
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 DATA = HERE / "data"
-BLIND4 = DATA / "semantic_blind4.jsonl"  # the fourth blind set, written after the routes file froze
+BLIND4 = DATA / "semantic_blind4.jsonl"  # the fourth blind set, unread until the routes file froze
 CHAT = "/v1/chat/completions"
 # the keyword baseline: what a user might type into keyword rules for the same routes
 KEYWORDS = {
