@@ -11,7 +11,10 @@ machine the wall-clock figure also holds the waits for a CPU at each of the two 
 With --baseline-tree DIR (another checkout, say `git worktree add DIR <commit>`), an engine
 running that tree's Laya is measured too, request for request beside this one.
 
-    python bench/gateway_overhead.py [--pairs 300] [--stream] [--baseline-tree DIR] [--json]
+With --awake, a nice-19 busy loop runs on every CPU meanwhile (bench/awake.py), so that no hop
+waits for an idle CPU to wake: the cost of the same code on a machine that is not idle.
+
+    python bench/gateway_overhead.py [--pairs 300] [--stream] [--baseline-tree DIR] [--awake] [--json]
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import EngineProcess  # noqa: E402
 from loopback_upstream import ChatUpstream, _Handler  # noqa: E402
+from awake import cpus_awake  # noqa: E402
 from publish import publish  # noqa: E402
 
 GOAL_MS = 1.0
@@ -145,14 +149,20 @@ def main() -> int:
     parser.add_argument("--stream", action="store_true", help="stream: true requests (SSE relay)")
     parser.add_argument("--baseline-tree", type=Path, default=None,
                         help="another checkout whose engine is measured beside this one's")
+    parser.add_argument("--awake", action="store_true",
+                        help="a nice-19 busy loop on every CPU meanwhile, so no hop waits for an "
+                        "idle CPU to wake (bench/awake.py)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     trees = {"this": ROOT}
     if args.baseline_tree is not None:
         trees["baseline"] = args.baseline_tree.resolve()
-    report = measure(args.pairs, args.stream, trees)
+    with cpus_awake(args.awake):
+        report = measure(args.pairs, args.stream, trees)
+    report["cpus_awake"] = args.awake
     row = lambda name, p: f"  {name:<30} p50 {p['p50']:>7.3f} ms  p95 {p['p95']:>7.3f}  p99 {p['p99']:>7.3f}"  # noqa: E731
-    lines = [f"{args.pairs} requests of each kind, one at a time, max_tokens 1, stream {args.stream}",
+    lines = [f"{args.pairs} requests of each kind, one at a time, max_tokens 1, stream {args.stream}"
+             + (", CPUs kept awake" if args.awake else ""),
              row("direct to upstream", report["direct_ms"])]
     for name in trees:
         label = "" if name == "this" else ", baseline tree"

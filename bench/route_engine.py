@@ -9,7 +9,10 @@ also decided in this process, side by side, as the baseline the header is compar
 With --baseline-tree DIR (another checkout, say `git worktree add DIR <commit>`), an engine
 running that tree's Laya gets every body too, in alternating order with this one's.
 
-    python bench/route_engine.py [--rules 100] [--requests 2000] [--baseline-tree DIR] [--json]
+With --awake, a nice-19 busy loop runs on every CPU meanwhile (bench/awake.py): the decision on a
+CPU that was not idle a moment before.
+
+    python bench/route_engine.py [--rules 100] [--requests 2000] [--baseline-tree DIR] [--awake] [--json]
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from gateway_overhead import _engine_from  # noqa: E402
 from publish import publish  # noqa: E402
+from awake import cpus_awake  # noqa: E402
 
 from laya_desktop.config.store import config_to_dict  # noqa: E402
 from laya_desktop.routing.bench import build_workload  # noqa: E402
@@ -60,6 +64,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--baseline-tree", type=Path, default=None,
                         help="another checkout whose engine is measured beside this one's")
+    parser.add_argument("--awake", action="store_true",
+                        help="a nice-19 busy loop on every CPU meanwhile, so no decision runs on a "
+                        "CPU just woken from idle (bench/awake.py)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     trees = {"this": Path(__file__).resolve().parents[1]}
@@ -83,7 +90,8 @@ def main() -> int:
         in_process.append((time.perf_counter_ns() - started) / 1000)
 
     header: dict[str, list[float]] = {name: [] for name in trees}
-    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack, \
+            cpus_awake(args.awake):
         config = config_to_dict(workload.config)
         clients = {}
         for name, tree in trees.items():
@@ -100,12 +108,12 @@ def main() -> int:
               "engine_route_us": percentiles(header["this"]), "in_process_us": percentiles(in_process),
               "ratio_p50": round(statistics.median(header["this"]) / statistics.median(in_process), 2),
               "load_average": [round(x, 2) for x in (load_before[0], os.getloadavg()[0])],
-              "cpus": os.cpu_count()}
+              "cpus": os.cpu_count(), "cpus_awake": args.awake}
     row = lambda label, p: (f"  {label:<34} p50 {p['p50']:>7} µs  p95 {p['p95']:>7}  "  # noqa: E731
                             f"p99 {p['p99']:>7}")
     lines = [f"rules {args.rules}, {len(keywords)} keywords, {args.requests} ordinary prompts, "
              f"load average {report['load_average'][0]} -> {report['load_average'][1]} "
-             f"on {report['cpus']} CPUs",
+             f"on {report['cpus']} CPUs" + (", CPUs kept awake" if args.awake else ""),
              row("X-Laya-Route-Us (engine)", report["engine_route_us"])]
     if "baseline" in trees:
         base = report["baseline"] = {"tree": str(trees["baseline"]),
