@@ -33,14 +33,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def gc_on_gui_thread(qapp):
     """As in the app (laya_desktop/gui/gui_thread_gc.py): cycles are collected on the GUI
-    thread only, never in a worker that happens to allocate."""
+    thread only, never in a worker that happens to allocate. Per test, so that the tests of
+    other folders that an xdist worker runs next keep the automatic collector."""
     from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
     collector = collect_on_gui_thread(qapp)
     yield collector
     collector.stop()
+    collector.deleteLater()
 
 
 @pytest.fixture(scope="session")
