@@ -29,8 +29,11 @@ chosen on it, until it was scored for its claim; then its misses showed which ki
 and negatives the routes file lacked (a second round of them, written from the scopes), so it is
 a seen set like the others now. `blind4` (bench/data/semantic_blind4.jsonl, 500 prompts, two
 more writers with the same brief) was written before that second round began and read by no one
-until the routes file and the scoring froze; then it was scored once, for the claim. Prompts equal
-to an example or to another set's prompt were dropped.
+until the routes file and the scoring froze; then it was scored once, for the claim, and its misses
+showed which kinds a third round of examples lacked, so it is seen too. `blind5`
+(bench/data/semantic_blind5.jsonl, once it is there) was written while that third round was
+tuned and read by no one until it froze. Prompts equal to an example or to another set's prompt
+were dropped.
 With --accuracy-only and --out, the configs' scores are written there; `routes file + train
 split, learned` is the product's default scoring (min_probability 0.5). Latency: the whole decision
 (Router.decide_body) on every test prompt and every last blind set prompt of up to 64 tokens, each a
@@ -72,7 +75,8 @@ from laya_desktop.routing.semantic_threshold import (leave_one_out_margins, leav
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 DATA = HERE / "data"
-BLIND4 = DATA / "semantic_blind4.jsonl"  # the fourth blind set, unread until the routes file froze
+BLIND4 = DATA / "semantic_blind4.jsonl"  # the fourth blind set, seen since it was scored
+BLIND5 = DATA / "semantic_blind5.jsonl"  # the fifth blind set, unread until the third routes file froze
 CHAT = "/v1/chat/completions"
 # the keyword baseline: what a user might type into keyword rules for the same routes
 KEYWORDS = {
@@ -303,10 +307,11 @@ def print_blind_breakdown(chosen: dict, name: str) -> None:
 
 
 def default_blind_sets() -> list[str]:
-    """dev, held-out, blind3, and blind4 once its file is there (scored once, after the freeze)."""
+    """dev, held-out, blind3, and blind4 and blind5 once their files are there (each scored once,
+    after a freeze)."""
     sets = [f"dev={DATA / 'semantic_dev.jsonl'}", f"held-out={DATA / 'semantic_heldout.jsonl'}",
             f"blind3={DATA / 'semantic_blind3.jsonl'}"]
-    return sets + ([f"blind4={BLIND4}"] if BLIND4.exists() else [])
+    return sets + [f"{path.stem.removeprefix('semantic_')}={path}" for path in (BLIND4, BLIND5) if path.exists()]
 
 
 def main() -> int:
