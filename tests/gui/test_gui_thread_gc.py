@@ -16,7 +16,9 @@ class Recorder:
         self.freed_on.append(threading.get_ident())
 
 
-CYCLES = 600   # two containers each (the object, its __dict__): past generation 0's threshold
+# One tracked container each (3.11 keeps a small instance's attributes inline, without a dict
+# object), so well past generation 0's threshold whatever else the process allocated or freed.
+CYCLES = 3 * gc.get_threshold()[0]
 
 
 def _cycles(freed_on: list, n: int = CYCLES) -> None:
@@ -47,11 +49,11 @@ def test_a_worker_thread_never_collects_while_the_collector_runs(gc_on_gui_threa
 def test_without_it_the_worker_that_allocates_collects(gc_on_gui_thread):
     """The hazard itself, so that the test above shows the collector at work: with automatic
     collection on, the worker frees cycles made on the GUI thread."""
-    gc.enable()   # the session's collector turned it off
+    gc.enable()   # the test's collector turned it off
     try:
         freed_on: list[int] = []
         gc.collect()
-        _cycles(freed_on)
+        _cycles(freed_on, gc.get_threshold()[0] // 3)   # too few to start a collection here
         _allocate_in_a_worker()
         assert freed_on and threading.get_ident() not in freed_on
     finally:
