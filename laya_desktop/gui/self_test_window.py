@@ -14,9 +14,8 @@ def check_main_window(config_path: str, host: str, port: int, timeout_s: float) 
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from laya_desktop.gui.main_window import MainWindow
-
     from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
+    from laya_desktop.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(["laya"])
     collector = collect_on_gui_thread(app)

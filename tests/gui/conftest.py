@@ -38,8 +38,8 @@ def gc_on_gui_thread(qapp):
     """As in the app (laya_desktop/gui/gui_thread_gc.py): cycles are collected on the GUI
     thread only, never in a worker that happens to allocate. Per test, so that the tests of
     other folders that an xdist worker runs next keep the automatic collector."""
-    from laya_desktop.gui.gui_thread_gc import collect_on_gui_thread
-    collector = collect_on_gui_thread(qapp)
+    from laya_desktop.gui.gui_thread_gc import GuiThreadCollector
+    collector = GuiThreadCollector(qapp, freeze_after_ms=None)   # a test's objects are not start-up's
     yield collector
     collector.stop()
     collector.deleteLater()

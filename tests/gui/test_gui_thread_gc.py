@@ -66,3 +66,17 @@ def test_collect_due_follows_the_thresholds(gc_on_gui_thread):
     keep = [[i] for i in range(2 * gc_on_gui_thread.threshold[0])]
     assert gc_on_gui_thread.collect_due() == 0
     del keep
+
+
+def test_start_up_objects_are_frozen_out_of_later_collections(qapp, qtbot):
+    from PySide6.QtCore import QObject
+
+    from laya_desktop.gui.gui_thread_gc import GuiThreadCollector
+    parent = QObject()
+    collector = GuiThreadCollector(parent, freeze_after_ms=0)
+    try:
+        qtbot.waitUntil(lambda: collector.froze, timeout=5000)
+        assert gc.get_freeze_count() > 0
+    finally:
+        collector.stop()
+    assert gc.get_freeze_count() == 0 and not collector.froze
