@@ -152,7 +152,7 @@ def main() -> int:
         examples, negatives = examples_for(variant, train_rows, routes, written)
         fitted = [fit(variant, examples, negatives, TOP_K, 0.97, embed)[r] for r in routes]
         positives = [embed.many(examples[r]) for r in routes]
-        x, y, classes, _ = head_data(examples, negatives, embed)
+        (x, _lexical), y, classes, _ = head_data(examples, negatives, embed)  # the MiniLM view alone
         cosine = {n: cosine_scores(prompts[n], positives) for n in sets}
         table = {"nearest (today)": {n: accuracy_fpr(nearest_decisions(prompts[n], positives,
                                                                        embed.many(negatives), fitted),

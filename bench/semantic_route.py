@@ -68,7 +68,8 @@ from laya_desktop.routing.minilm_gguf import write_gguf
 from laya_desktop.routing.minilm_llama import MiniLMLlama
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.semantic import SemanticRules, TextEmbeddings, shared_embeddings
-from laya_desktop.routing.semantic_head import fit_head, fit_min_probability, out_of_fold
+from laya_desktop.routing.lexical import LexicalFeatures
+from laya_desktop.routing.semantic_head import fit_heads, fit_min_probability, out_of_fold
 from laya_desktop.routing.semantic_threshold import (leave_one_out_margins, leave_one_out_scores,
                                                       negative_margins, nearest_scores, suggest)
 
@@ -176,28 +177,30 @@ def fit(variant: Variant, examples: dict[str, list[str]], negatives: list[str], 
 
 
 def head_data(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings):
-    """(x, y, classes, none): the rows and classes LearnedHead fits, a class per route."""
-    blocks = [embed.many(texts) for texts in examples.values()]
+    """(views, y, classes, none): the rows and classes LearnedHead fits, a class per route; the
+    views are the MiniLM vectors and the lexical features of the same texts."""
     taken = {t for texts in examples.values() for t in texts}
     negatives = list(dict.fromkeys(t for t in negatives if t not in taken))
-    if negatives:
-        blocks.append(embed.many(negatives))
-    y = np.concatenate([np.full(len(b), c) for c, b in enumerate(blocks)])
-    return np.vstack(blocks), y, len(blocks), len(examples) if negatives else None
+    groups = list(examples.values()) + ([negatives] if negatives else [])
+    x = np.vstack([embed.many(texts) for texts in groups])
+    lexical = LexicalFeatures([t.lower() for texts in groups for t in texts]).training_rows
+    y = np.concatenate([np.full(len(texts), c) for c, texts in enumerate(groups)])
+    return (x, lexical), y, len(groups), len(examples) if negatives else None
 
 
 def cv_min_probability(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings) -> float:
-    x, y, classes, none = head_data(examples, negatives, embed)
-    return fit_min_probability(out_of_fold(x, y, classes), y, none)
+    views, y, classes, none = head_data(examples, negatives, embed)
+    return fit_min_probability(out_of_fold(views, y, classes), y, none)
 
 
 def head_fit_seconds(examples: dict[str, list[str]], negatives: list[str], embed: TextEmbeddings) -> float:
-    """What applying the config spends fitting the head (its examples already embedded): best of 3."""
-    x, y, classes, _ = head_data(examples, negatives, embed)
+    """What applying the config spends on the head (its examples already embedded): the lexical
+    features and both fits, best of 3."""
     times = []
     for _ in range(3):
         started = time.perf_counter()
-        fit_head(x, y, classes)
+        views, y, classes, _ = head_data(examples, negatives, embed)
+        fit_heads(views, y, classes)
         times.append(time.perf_counter() - started)
     return min(times)
 

@@ -165,3 +165,41 @@ def test_probe_scores_against_the_other_rules_and_fits_min_probability_once(monk
     assert 0.05 <= first["min_probability_suggestion"] <= 0.95
     assert again["min_probability_suggestion"] == first["min_probability_suggestion"]
     assert len(fits) == 1  # the examples did not change: the cross-validation ran once
+
+
+def test_with_more_features_than_rows_the_dual_steps_give_the_primal_head():
+    from laya_desktop.routing.semantic_head import _fit_dual, _fit_primal
+    rng = np.random.default_rng(3)
+    x = unit(rng.normal(size=(40, 300))).astype(np.float32)
+    y = np.arange(40) % 4
+    onehot, w = np.eye(4, dtype=np.float32)[y], np.full(40, 1 / 40, np.float32)
+    primal, dual = _fit_primal(x, onehot, w, 1e-4, 400), _fit_dual(x, onehot, w, 1e-4, 400)
+    assert np.abs(primal.weights - dual.weights).max() < 1e-3 * np.abs(primal.weights).max()
+    assert np.allclose(primal.bias, dual.bias, atol=1e-4)
+    assert fit_head(x, y, 4).weights.shape == (4, 300)   # d > n: the dual path
+
+
+def test_heads_over_two_views_add_their_logits():
+    from laya_desktop.routing.semantic_head import fit_heads, softmax
+    centres, x, y = clusters(10, 3)
+    _, other, _ = clusters(10, 3, seed=7)
+    heads = fit_heads((x, other), y, 3)
+    a, b = heads.parts
+    expect = softmax(x @ a.weights.T + a.bias + other @ b.weights.T + b.bias)
+    assert np.allclose(heads.probabilities((x, other)), expect)
+    assert out_of_fold((x, other), y, 3, k=5).shape == (30, 3)
+
+
+def test_the_lexical_view_routes_what_the_words_give_away():
+    """Misspelled, the words that name a route are other words to the encoder; their letters
+    still match. The head's probabilities are its two views' logits added."""
+    router = learned_router()
+    head = router.semantic.head
+    assert [v.shape[0] for v in head.views] == [len(head.y)] * 2
+    text = "compse a hiaku abuot autum leafs"
+    assert router.decide_body(CHAT, chat(text), None).rule == "poetry"
+    embedded = router.semantic.embed(text)
+    choice = head.choice(embedded)
+    vectors_alone = head.heads.parts[0].probabilities(embedded.vectors).max(axis=0)
+    assert choice.probabilities[1] > vectors_alone[1]   # the letters made "poetry" surer
+    assert head.choice(embedded) is choice   # judged once a decision, however many rules ask

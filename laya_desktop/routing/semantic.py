@@ -4,7 +4,8 @@ Score = the cosine similarity of the text to its nearest positive example (with 
 the mean over its k nearest, which a single look-alike example moves less). The condition holds
 when the score reaches the rule's threshold and, by the rule's `scoring`:
 - learned (the default): a classifier fitted on every semantic rule's examples, their negatives
-  its "none" class (semantic_head.py), picks this rule with at least `min_probability`;
+  its "none" class (semantic_head.py), picks this rule with at least `min_probability`; it reads
+  the text's embedding and its words (lexical.py);
 - nearest: the negatives' score (alike) stays `margin` or more below it (negatives carve out
   prompts that look like the route but are not), and no other semantic rule has an example
   nearer still.
@@ -230,15 +231,21 @@ def lead_in(text: str) -> str | None:
     return head
 
 
-def text_vectors(embeddings: TextEmbeddings, text: str) -> np.ndarray:
-    """The vectors a text is scored by: its own, and its lead-in's when it has one; a rule scores
-    the better of the two, and so do its negatives."""
-    whole = embeddings(text)
+@dataclass
+class EmbeddedText:
+    """What a text is scored by: the vectors of the text and of its lead-in when it has one (a
+    rule scores the better of the two, and so do its negatives), those texts for the learned
+    head's lexical features, and the head's choice once made (one per decision, however many
+    semantic rules are judged)."""
+    vectors: np.ndarray  # (texts, 384)
+    texts: list[str]
+    choice: tuple | None = None  # (the LearnedHead, its Choice)
+
+
+def text_vectors(embeddings: TextEmbeddings, text: str) -> EmbeddedText:
     head = lead_in(text)
-    if head is None:
-        return whole
-    import numpy as np
-    return np.stack([whole, embeddings(head)])
+    texts = [text] if head is None else [text, head]
+    return EmbeddedText(embeddings.many(texts), texts)
 
 
 class NeedsEmbedding(Exception):
@@ -279,7 +286,7 @@ class SemanticRules:
         """Texts run through the model in this process so far (cache misses)."""
         return self.embeddings.encoder.encoded if self._embeddings is not None else 0
 
-    def embed(self, user_text_lower: str) -> np.ndarray:
+    def embed(self, user_text_lower: str) -> EmbeddedText:
         text = semantic_text(user_text_lower)
         if getattr(self._dry_run, "on", False):
             head = lead_in(text)
@@ -301,18 +308,18 @@ class SemanticRules:
             self._dry_run.on = False
         return None
 
-    def holds(self, index: int, vector: np.ndarray) -> bool:
+    def holds(self, index: int, text: EmbeddedText) -> bool:
         """The rule's own test and, by its scoring, the head picking it or no other semantic
         rule's examples nearer: the examples of one route are the negatives of the others, so
         rule order does not decide between them."""
-        return self._scored(index, vector).holds
+        return self._scored(index, text).holds
 
-    def _scored(self, index: int, vector: np.ndarray) -> SemanticScore:
+    def _scored(self, index: int, text: EmbeddedText) -> SemanticScore:
         rule = self._by_index[index]
-        own = rule.score(vector)
+        own = rule.score(text.vectors)
         if rule.match.scoring == "learned" and self.head is not None:
-            return self.head.judge(own, index, vector)
-        return dataclasses.replace(own, rival_score=self.best_other(index, vector))
+            return self.head.judge(own, index, text)
+        return dataclasses.replace(own, rival_score=self.best_other(index, text.vectors))
 
     def best_other(self, index: int, vector: np.ndarray) -> float:
         return max((r.nearest_score(vector) for i, r in self._by_index.items() if i != index),
@@ -323,19 +330,22 @@ class SemanticRules:
         scored = self._by_name.get(rule_name)
         if scored is None:
             return None
-        vector = self.embed(user_text_lower)
+        text = self.embed(user_text_lower)
         index = next(i for i, r in self._by_index.items() if r is scored)
-        return self._scored(index, vector)
+        return self._scored(index, text)
 
 
 class LearnedHead:
     """The classifier over a router's semantic rules: a class per rule (its examples), and
-    "none" for every rule's negatives that are no rule's example. Fitted once per config apply
-    (0.1-0.2 s for 400 examples); a text costs one small product then."""
+    "none" for every rule's negatives that are no rule's example. Two linear models over the
+    same rows, their logits added: one over the MiniLM vectors, one over the texts' lexical
+    features (lexical.py). Fitted once per config apply (0.2-0.4 s for 750 examples and
+    negatives); a text costs two small products then, and its features about 0.2 ms."""
 
     def __init__(self, rules: dict[int, SemanticRule], names: dict[int, str], embed: TextEmbeddings):
         import numpy as np
-        from laya_desktop.routing.semantic_head import fit_head
+        from laya_desktop.routing.lexical import LexicalFeatures
+        from laya_desktop.routing.semantic_head import fit_heads
 
         self._indices = list(rules)
         self._class_of = {index: c for c, index in enumerate(self._indices)}
@@ -344,16 +354,25 @@ class LearnedHead:
         negatives = list(dict.fromkeys(t for r in rules.values() for t in r.negatives if t not in examples))
         self.none = len(self._indices) if negatives else None
         blocks = [rules[i]._positive for i in self._indices] + ([embed.many(negatives)] if negatives else [])
+        texts = [t.lower() for i in self._indices for t in rules[i].examples] + [t.lower() for t in negatives]
         labels = [np.full(len(b), c) for c, b in enumerate(blocks)]
         self.classes = len(blocks)
         self.examples, self.negatives = len(examples), len(negatives)
-        self.x, self.y = np.vstack(blocks), np.concatenate(labels)  # kept for cross-validation
-        self.head = fit_head(self.x, self.y, self.classes)
+        self.lexical = LexicalFeatures(texts)
+        # kept for cross-validation: the rows of each view, and their classes
+        self.views, self.y = (np.vstack(blocks), self.lexical.training_rows), np.concatenate(labels)
+        self.heads = fit_heads(self.views, self.y, self.classes)
 
-    def judge(self, own: SemanticScore, index: int, vectors: np.ndarray) -> SemanticScore:
+    def choice(self, text: EmbeddedText):
         from laya_desktop.routing.semantic_head import choose
 
-        choice = choose(self.head.probabilities(_rows(vectors)), self.none)
+        if text.choice is None or text.choice[0] is not self:
+            rows = (_rows(text.vectors), self.lexical.rows(text.texts))
+            text.choice = (self, choose(self.heads.probabilities(rows), self.none))
+        return text.choice[1]
+
+    def judge(self, own: SemanticScore, index: int, text: EmbeddedText) -> SemanticScore:
+        choice = self.choice(text)
         chosen = None if choice.chosen is None else self._names[self._indices[choice.chosen]]
         return dataclasses.replace(own, probability=float(choice.probabilities[self._class_of[index]]),
                                    chosen=chosen, rule=self._names[index])

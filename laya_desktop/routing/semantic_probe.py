@@ -44,7 +44,7 @@ def _learned_min_probability(rules: SemanticRules, matches: list[SemanticMatch])
         return None
     key = tuple((tuple(m.examples), tuple(m.negatives)) for m in matches)
     if key not in _fitted:
-        _fitted[key] = fit_min_probability(out_of_fold(head.x, head.y, head.classes), head.y, head.none)
+        _fitted[key] = fit_min_probability(out_of_fold(head.views, head.y, head.classes), head.y, head.none)
         if len(_fitted) > 8:
             _fitted.popitem(last=False)
     return _fitted[key]
