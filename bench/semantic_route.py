@@ -31,8 +31,10 @@ a seen set like the others now. `blind4` (bench/data/semantic_blind4.jsonl, 500 
 more writers with the same brief) was written before that second round began and read by no one
 until the routes file and the scoring froze; then it was scored once, for the claim, and its misses
 showed which kinds a third round of examples lacked, so it is seen too. `blind5`
-(bench/data/semantic_blind5.jsonl, once it is there) was written while that third round was
-tuned and read by no one until it froze. Prompts equal to an example or to another set's prompt
+(bench/data/semantic_blind5.jsonl) was written while that third round was tuned and read by no
+one until it froze; its score then led to the lexical view of the learned head, so it is seen
+too. `blind6` (bench/data/semantic_blind6.jsonl, 499 prompts, two more writers with the same
+brief, joined by bench/assemble_blind_set.py) was read by no one until the lexical head froze. Prompts equal to an example or to another set's prompt
 were dropped.
 With --accuracy-only and --out, the configs' scores are written there; `routes file + train
 split, learned` is the product's default scoring (min_probability 0.5). Latency: the whole decision
@@ -78,6 +80,7 @@ RESULTS = HERE / "results"
 DATA = HERE / "data"
 BLIND4 = DATA / "semantic_blind4.jsonl"  # the fourth blind set, seen since it was scored
 BLIND5 = DATA / "semantic_blind5.jsonl"  # the fifth blind set, unread until the third routes file froze
+BLIND6 = DATA / "semantic_blind6.jsonl"  # the sixth, unread until the lexical head froze
 CHAT = "/v1/chat/completions"
 # the keyword baseline: what a user might type into keyword rules for the same routes
 KEYWORDS = {
@@ -310,11 +313,11 @@ def print_blind_breakdown(chosen: dict, name: str) -> None:
 
 
 def default_blind_sets() -> list[str]:
-    """dev, held-out, blind3, and blind4 and blind5 once their files are there (each scored once,
+    """dev, held-out, blind3, and blind4 to blind6 once their files are there (each scored once,
     after a freeze)."""
     sets = [f"dev={DATA / 'semantic_dev.jsonl'}", f"held-out={DATA / 'semantic_heldout.jsonl'}",
             f"blind3={DATA / 'semantic_blind3.jsonl'}"]
-    return sets + [f"{path.stem.removeprefix('semantic_')}={path}" for path in (BLIND4, BLIND5) if path.exists()]
+    return sets + [f"{path.stem.removeprefix('semantic_')}={path}" for path in (BLIND4, BLIND5, BLIND6) if path.exists()]
 
 
 def main() -> int:
