@@ -339,7 +339,7 @@ class LearnedHead:
     """The classifier over a router's semantic rules: a class per rule (its examples), and
     "none" for every rule's negatives that are no rule's example. Two linear models over the
     same rows, their logits added: one over the MiniLM vectors, one over the texts' lexical
-    features (lexical.py). Fitted once per config apply (0.2-0.4 s for 750 examples and
+    features (lexical.py). Fitted once per config apply (0.35-0.5 s for 750 examples and
     negatives); a text costs two small products then, and its features about 0.2 ms."""
 
     def __init__(self, rules: dict[int, SemanticRule], names: dict[int, str], embed: TextEmbeddings):
