@@ -186,7 +186,7 @@ def head_data(examples: dict[str, list[str]], negatives: list[str], embed: TextE
     negatives = list(dict.fromkeys(t for t in negatives if t not in taken))
     groups = list(examples.values()) + ([negatives] if negatives else [])
     x = np.vstack([embed.many(texts) for texts in groups])
-    lexical = LexicalFeatures([t.lower() for texts in groups for t in texts]).training_rows
+    _, lexical = LexicalFeatures.fitted([t.lower() for texts in groups for t in texts])
     y = np.concatenate([np.full(len(texts), c) for c, texts in enumerate(groups)])
     return (x, lexical), y, len(groups), len(examples) if negatives else None
 

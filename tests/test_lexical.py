@@ -30,18 +30,18 @@ def test_features_are_the_same_in_another_process_whatever_its_hash_seed():
 
 
 def test_a_misspelled_word_keeps_most_of_its_features():
-    lexical = LexicalFeatures(TEXTS)
+    lexical, _ = LexicalFeatures.fitted(TEXTS)
     right, typo, other = lexical.rows(["summarize this email", "sumarize this emial", "plan a trip to rome"])
     assert right @ typo > 0.5 > 0.1 > right @ other
 
 
 def test_rows_are_unit_length_and_an_empty_text_is_zero():
-    lexical = LexicalFeatures(TEXTS)
+    lexical, training_rows = LexicalFeatures.fitted(TEXTS)
     rows = lexical.rows(TEXTS + ["", "   "])
     assert rows.shape == (len(TEXTS) + 2, DIMS)
     assert np.allclose(np.linalg.norm(rows[:len(TEXTS)], axis=1), 1.0)
     assert not rows[len(TEXTS):].any() and np.isfinite(rows).all()
-    assert np.allclose(lexical.training_rows, lexical.rows(TEXTS))
+    assert np.allclose(training_rows, lexical.rows(TEXTS))
 
 
 def test_only_the_first_max_chars_are_read():
@@ -50,6 +50,6 @@ def test_only_the_first_max_chars_are_read():
 
 
 def test_words_rare_in_the_examples_weigh_more():
-    lexical = LexicalFeatures(["the query", "the poem", "the recipe"])
+    lexical, _ = LexicalFeatures.fitted(["the query", "the poem", "the recipe"])
     the, query = (int(np.bincount(grams(w), minlength=DIMS).argmax()) for w in ("the", "query"))
     assert lexical.idf[query] > lexical.idf[the]

@@ -71,11 +71,16 @@ class LexicalFeatures:
     """TF-IDF over the hashed n-grams, its document frequencies from the texts a head is fitted
     on: rows with sublinear term frequency (1 + log tf) times idf, unit length."""
 
-    def __init__(self, texts: list[str]):
+    def __init__(self, idf: np.ndarray):
+        self.idf = idf
+
+    @classmethod
+    def fitted(cls, texts: list[str]) -> tuple[LexicalFeatures, np.ndarray]:
+        """The features whose idf these texts give, and the texts' rows (counted once)."""
         counts = np.stack([_counts(t) for t in texts]) if texts else np.zeros((0, DIMS), np.float32)
         df = (counts > 0).sum(axis=0)
-        self.idf = (np.log((1 + len(texts)) / (1 + df)) + 1).astype(np.float32)
-        self.training_rows = self._weigh(counts)
+        features = cls((np.log((1 + len(texts)) / (1 + df)) + 1).astype(np.float32))
+        return features, features._weigh(counts)
 
     def _weigh(self, counts: np.ndarray) -> np.ndarray:
         tf = np.zeros_like(counts)

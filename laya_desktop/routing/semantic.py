@@ -354,14 +354,18 @@ class LearnedHead:
         negatives = list(dict.fromkeys(t for r in rules.values() for t in r.negatives if t not in examples))
         self.none = len(self._indices) if negatives else None
         blocks = [rules[i]._positive for i in self._indices] + ([embed.many(negatives)] if negatives else [])
-        texts = [t.lower() for i in self._indices for t in rules[i].examples] + [t.lower() for t in negatives]
-        labels = [np.full(len(b), c) for c, b in enumerate(blocks)]
+        self._texts = [t.lower() for i in self._indices for t in rules[i].examples] + [t.lower() for t in negatives]
         self.classes = len(blocks)
         self.examples, self.negatives = len(examples), len(negatives)
-        self.lexical = LexicalFeatures(texts)
-        # kept for cross-validation: the rows of each view, and their classes
-        self.views, self.y = (np.vstack(blocks), self.lexical.training_rows), np.concatenate(labels)
-        self.heads = fit_heads(self.views, self.y, self.classes)
+        self._vectors, self.y = np.vstack(blocks), np.concatenate([np.full(len(b), c) for c, b in enumerate(blocks)])
+        self.lexical, lexical_rows = LexicalFeatures.fitted(self._texts)
+        self.heads = fit_heads((self._vectors, lexical_rows), self.y, self.classes)
+
+    @property
+    def views(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of each view, for cross-validation. The lexical rows (32 KiB a text) are
+        made again on demand rather than kept by every router the engine builds."""
+        return self._vectors, self.lexical.rows(self._texts)
 
     def choice(self, text: EmbeddedText):
         from laya_desktop.routing.semantic_head import choose
