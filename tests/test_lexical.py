@@ -53,3 +53,9 @@ def test_words_rare_in_the_examples_weigh_more():
     lexical, _ = LexicalFeatures.fitted(["the query", "the poem", "the recipe"])
     the, query = (int(np.bincount(grams(w), minlength=DIMS).argmax()) for w in ("the", "query"))
     assert lexical.idf[query] > lexical.idf[the]
+
+
+def test_any_text_has_features_lone_surrogates_emoji_and_other_scripts_included():
+    for text in ["\ud800 half a pair", "😀 emoji 😀", "日本語のテキスト", "x" * 10_000]:
+        assert len(grams(text)) > 0
+    assert len(grams("")) == len(grams("   ")) == 0

@@ -46,7 +46,8 @@ def grams(text: str) -> np.ndarray:
     """The bucket of every feature occurrence in `text` (repeats count): its character
     n-grams (across token boundaries, spaces included) and token unigrams and bigrams."""
     s = normalised(text)
-    codes = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    # surrogatepass: a JSON body may carry a lone surrogate, which is still a code point here
+    codes = np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
     parts = []
     for n in CHAR_NGRAMS:
         if len(codes) < n:
@@ -57,8 +58,8 @@ def grams(text: str) -> np.ndarray:
         parts.append(_buckets(h))
     words = s.split()
     if words:
-        unigrams = [zlib.crc32(w.encode()) for w in words]
-        bigrams = [zlib.crc32(f"{a} {b}".encode(), 1) for a, b in zip(words, words[1:])]
+        unigrams = [zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in words]
+        bigrams = [zlib.crc32(f"{a} {b}".encode("utf-8", "surrogatepass"), 1) for a, b in zip(words, words[1:])]
         parts.append(_buckets(np.array(unigrams + bigrams, dtype=np.uint64) + np.uint64(7)))
     return np.concatenate(parts) if parts else np.zeros(0, np.intp)
 
