@@ -363,14 +363,14 @@ class Router:
         keyword_rules = remaining & self._keyword_rules
         found = self._keyword_hits(keyword_rules, self._scan_bytes(user_parts)) if keyword_rules else 0
         remaining &= ~keyword_rules | found
-        vector = None
+        embedded = None
         while remaining:
             bit = remaining & -remaining
             remaining ^= bit
             if bit & self.semantic.mask:
-                if vector is None:
-                    vector = self.semantic.embed(USER_TEXT_SEPARATOR.join(user_parts).lower())
-                if not self.semantic.holds(bit.bit_length() - 1, vector):
+                if embedded is None:
+                    embedded = self.semantic.embed(USER_TEXT_SEPARATOR.join(user_parts).lower())
+                if not self.semantic.holds(bit.bit_length() - 1, embedded):
                     continue
             return self._decisions[bit.bit_length() - 1]
         return None

@@ -35,9 +35,9 @@ class Head:
 
 @dataclass(frozen=True)
 class Heads:
-    """Heads over views of the same rows (the MiniLM vectors, the lexical features), their
-    logits added: one multinomial model whose features are both views, but each view with its
-    own penalty, so neither's scale or width decides how much it counts."""
+    """Heads over views of the same rows (the MiniLM vectors, the lexical features), each fitted
+    alone, their logits added: the product of their probabilities, normalised. Each view is a
+    whole model of its own, so neither's scale or width decides how much the other counts."""
     parts: tuple[Head, ...]
 
     def probabilities(self, views: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -96,8 +96,8 @@ def _fit_primal(x: np.ndarray, onehot: np.ndarray, w: np.ndarray, l2: float, ite
 
 def fit_heads(views: tuple[np.ndarray, ...], y: np.ndarray, classes: int, l2: float = L2,
               sample_weight: np.ndarray | None = None) -> Heads:
-    """A head per view, each fitted alone: on the bench's prompt sets the sum of the separately
-    fitted heads beat one head over the concatenated views by 1-2 points of top-1."""
+    """A head per view, each fitted alone: on the bench's seen prompt sets the sum of the
+    separately fitted heads beat one head over the concatenated views by 0.3-3.3 points of top-1."""
     return Heads(tuple(fit_head(v, y, classes, l2, sample_weight=sample_weight) for v in views))
 
 
