@@ -97,6 +97,24 @@ class Engine:
             return ""
 
 
+def event_loop_of(pid: int) -> str:
+    """"uvloop" when the engine process has uvloop's extension mapped, else "asyncio". A frozen
+    build that left uvloop out still serves, on asyncio's slower loop; this tells."""
+    import psutil
+
+    mapped = (m.path for m in psutil.Process(pid).memory_maps(grouped=True))
+    return "uvloop" if any(os.sep + "uvloop" + os.sep in path for path in mapped) else "asyncio"
+
+
+def check_event_loop(engine: Engine) -> str:
+    import importlib.util
+
+    loop = event_loop_of(engine.proc.pid)
+    if importlib.util.find_spec("uvloop") is not None and loop != "uvloop":
+        raise SelfTestError("uvloop is installed but the engine runs asyncio's event loop")
+    return loop
+
+
 def chat_once(url: str) -> str:
     body = {"model": MODEL, "max_tokens": 8, "temperature": 0,
             "messages": [{"role": "user", "content": "Say hello."}]}
@@ -151,7 +169,7 @@ def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") 
             step, t0 = "engine start", time.monotonic()
             engine = Engine(config, port, folder / "engine.log")
             engine.wait_healthy(HEALTH_TIMEOUT_S)
-            report(step, t0)
+            report(step, t0, f": {check_event_loop(engine)} event loop")
             step, t0 = "chat", time.monotonic()
             text = chat_once(engine.url)
             report(step, t0, f": {text.strip()[:60]!r}")

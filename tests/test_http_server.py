@@ -21,15 +21,23 @@ from laya_desktop.engine.http_server import EngineHttpProtocol
 WRITES: list[bytes] = []
 
 
+class RecordingTransport:
+    """The loop's transport, every write noted (uvloop's transports' attributes are read-only)."""
+
+    def __init__(self, transport: asyncio.Transport):
+        self._transport = transport
+
+    def write(self, data: bytes) -> None:
+        WRITES.append(bytes(data))
+        self._transport.write(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self._transport, name)
+
+
 class RecordingProtocol(EngineHttpProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:
-        send = transport.write
-
-        def write(data: bytes) -> None:
-            WRITES.append(bytes(data))
-            send(data)
-        transport.write = write
-        super().connection_made(transport)
+        super().connection_made(RecordingTransport(transport))
 
 
 async def whole(request):

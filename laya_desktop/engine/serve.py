@@ -63,11 +63,12 @@ def run_serve(args) -> int:
     # No access log (the request log is ours) and no X-Forwarded-* rewriting (nothing here reads
     # the client's address): two layers less on every request. httptools parses requests in C
     # (h11 took about an eighth of the engine's CPU time on a relayed request), and
-    # EngineHttpProtocol sends an answer's head and body in one write.
+    # EngineHttpProtocol sends an answer's head and body in one write. The loop is uvloop's (a
+    # dependency) where it imports, asyncio's otherwise.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                            timeout_graceful_shutdown=5, lifespan="on",
                                            access_log=False, proxy_headers=False,
-                                           http=EngineHttpProtocol))
+                                           http=EngineHttpProtocol, loop="auto"))
     finished = threading.Event()
     if getattr(args, "parent_pipe", None) is not None:
         watch_parent_pipe(args.parent_pipe, server, engine, finished)
