@@ -59,3 +59,12 @@ def test_any_text_has_features_lone_surrogates_emoji_and_other_scripts_included(
     for text in ["\ud800 half a pair", "😀 emoji 😀", "日本語のテキスト", "x" * 10_000]:
         assert len(grams(text)) > 0
     assert len(grams("")) == len(grams("   ")) == 0
+
+
+def test_logits_over_a_texts_own_buckets_are_the_dense_rows_product():
+    lexical, _ = LexicalFeatures.fitted(TEXTS)
+    rng = np.random.default_rng(0)
+    weights, bias = rng.normal(size=(3, DIMS)).astype(np.float32), np.array([0.1, -0.2, 0.3], np.float32)
+    texts = ["sumarize this emial", "", "write a query"]
+    dense = lexical.rows(texts) @ weights.T + bias
+    assert np.allclose(lexical.logits(texts, weights, bias), dense, atol=1e-4)

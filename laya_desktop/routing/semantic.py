@@ -370,9 +370,13 @@ class LearnedHead:
     def choice(self, text: EmbeddedText):
         from laya_desktop.routing.semantic_head import choose
 
+        from laya_desktop.routing.semantic_head import softmax
+
         if text.choice is None or text.choice[0] is not self:
-            rows = (_rows(text.vectors), self.lexical.rows(text.texts))
-            text.choice = (self, choose(self.heads.probabilities(rows), self.none))
+            meaning, words = self.heads.parts
+            logits = _rows(text.vectors) @ meaning.weights.T + meaning.bias
+            logits += self.lexical.logits(text.texts, words.weights, words.bias)
+            text.choice = (self, choose(softmax(logits), self.none))
         return text.choice[1]
 
     def judge(self, own: SemanticScore, index: int, text: EmbeddedText) -> SemanticScore:
