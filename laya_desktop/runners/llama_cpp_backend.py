@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import logging
 import os
 import sys
 import time
@@ -28,7 +29,10 @@ from laya_desktop.runners.llama_sampling import logprob_entry, make_sampler
 from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
 from laya_desktop.runners.sliding_window import SlidingWindows
 from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
+from laya_desktop.runners.thread_governor import ThreadGovernor
 from laya_desktop.runners.tool_prompt import check_tools
+
+log = logging.getLogger("laya.runner")
 
 # ggml type of each KV cache type (its bytes per element: memory_estimate.KV_ELEMENT_BYTES).
 KV_CACHE_TYPES = {"f16": L.GGML_TYPE_F16, "q8_0": L.GGML_TYPE_Q8_0, "q4_0": L.GGML_TYPE_Q4_0}
@@ -38,12 +42,12 @@ RATE_WINDOW_S = 2.0
 
 
 def default_n_threads() -> int:
-    """Threads for decoding. ggml's OpenMP workers wait for each other at every op; with the
-    runner's short spin (openmp_env.py) two threads on 2 cores are 1.4-1.7x one thread when the
-    machine is quiet but 0.84x when another process holds a core (bench/threads.py). On 2 CPUs,
-    shared with the engine, the GUI and the user's agent, it is one thread: never below one
-    thread's speed, at the cost of the quiet speed-up. Above that, about one thread per physical
-    core (half the logical CPUs), up to 8."""
+    """The most threads a model decodes with. ggml's OpenMP workers wait for each other at every
+    op; the thread governor (thread_governor.py) decodes with fewer while fewer are faster, so a
+    core taken by another process costs little (bench/threads.py). On 2 CPUs, shared with the
+    engine, the GUI and the user's agent, it is still one thread: two, governed, were 1.8x one
+    when quiet but 0.94x with a core busy. Above that, about one thread per physical core (half
+    the logical CPUs), up to 8."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -117,6 +121,10 @@ class LlamaCppBackend:
             raise ValueError("n_ctx must be at least 16 and parallel at least 1")
         self.kv_cache_type = kv_type
         self.n_threads = int(spec.get("n_threads") or default_n_threads())
+        # the most threads; fewer while fewer decode faster (another process holding a core)
+        self.governor = (ThreadGovernor(self.n_threads)
+                         if self.n_threads > 1 and spec.get("adaptive_threads", True) else None)
+        self._switches_seen = 0
         self.model = self.ctx = None
         self.batch = None
         # TEST-ONLY fault injection (tests/test_kv_full.py): the KV cache behaves as if it held
@@ -144,7 +152,7 @@ class LlamaCppBackend:
         cparams.n_seq_max = self.parallel
         self.n_batch = self._batch_size()
         cparams.n_batch = cparams.n_ubatch = self.n_batch
-        cparams.n_threads = cparams.n_threads_batch = self.n_threads
+        cparams.n_threads = cparams.n_threads_batch = self._threads_now = self.n_threads
         cparams.type_k = cparams.type_v = ggml_type
         if kv_type != "f16":   # llama.cpp needs flash attention for a quantized V cache
             cparams.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED
@@ -350,8 +358,12 @@ class LlamaCppBackend:
         if not decoding and not chunks:
             return []
         outputs = self._fill_batch(decoding, chunks)
+        batch = None if chunks else len(decoding)   # only decode-only steps are compared
+        threads = self._set_threads(batch)
         t0 = time.perf_counter()
         rc = self._injected_kv_full() or L.llama_decode(self.ctx, self.batch)
+        if self.governor is not None:
+            self.governor.observe(threads, batch, time.perf_counter() - t0)
         if rc != 0:
             return self._decode_failed(rc, decoding + [r for r, _ in chunks])
         for r in decoding:
@@ -367,6 +379,19 @@ class LlamaCppBackend:
             events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx), idx))
         self._record_rate(len(decoding), time.perf_counter() - t0)
         return events
+
+    def _set_threads(self, batch: int | None) -> int:
+        if self.governor is None:
+            return self.n_threads
+        threads = self.governor.threads_for(batch)
+        if self.governor.switches != self._switches_seen:
+            self._switches_seen = self.governor.switches
+            log.info("decoding with %d of %d threads now (%s)", self.governor.threads,
+                     self.n_threads, self.governor.last_switch)
+        if threads != self._threads_now:
+            L.llama_set_n_threads(self.ctx, threads, threads)
+            self._threads_now = threads
+        return threads
 
     def _injected_kv_full(self) -> int:
         """1 (llama_decode's "no KV slot" code, before it computes anything) when the test-only
@@ -517,6 +542,7 @@ class LlamaCppBackend:
                 "kv_capacity_bytes": self._kv_bytes(cells, window),
                 "active": sum(s.request is not None for s in self.slots), "queued": len(self.waiting),
                 "parallel": self.parallel, "tokens_per_s": self.tokens_per_s(),
+                "n_threads_now": self._threads_now,
                 "requests_total": self._totals["requests"],
                 "prompt_tokens_total": self._totals["prompt_tokens"],
                 "cached_tokens_total": self._totals["cached_tokens"],

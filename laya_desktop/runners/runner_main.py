@@ -19,7 +19,6 @@ import traceback
 
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.contract import RunnerBackend
-from laya_desktop.runners.openmp_env import prefer_sleeping_openmp_threads
 
 log = logging.getLogger("laya.runner")
 
@@ -88,7 +87,6 @@ def _read_stdin(commands: queue.Queue) -> None:
 
 
 def make_backend(kind: str, spec: dict) -> RunnerBackend:
-    prefer_sleeping_openmp_threads()   # before the backend's first `import llama_cpp`
     if kind == "llama_cpp" and spec.get("embedding"):
         from laya_desktop.runners.llama_embedding import LlamaEmbeddingBackend
         return LlamaEmbeddingBackend(spec)
