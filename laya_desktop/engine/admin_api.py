@@ -94,6 +94,7 @@ def model_summary(served) -> dict:
         "kv_capacity_tokens": stats.get("kv_capacity_tokens", info.get("kv_capacity_tokens")),
         "kv_bytes_per_token": stats.get("kv_bytes_per_token", info.get("kv_bytes_per_token")),
         "tokens_per_s": stats.get("tokens_per_s"),
+        "n_threads_now": stats.get("n_threads_now"),   # a GGUF model's governor's choice
         "loaded_at": handle.loaded_at if handle else None,
     }
 
