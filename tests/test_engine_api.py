@@ -127,6 +127,13 @@ def test_admin_models_and_unload(engine):
         assert models[0]["name"] == "tiny" and models[0]["state"] in ("ready", "busy")
         pid = models[0]["pid"]
         assert pid in engine.runner_pids()
+        c.post("/v1/completions", json={"model": "tiny", "prompt": "a", "max_tokens": 2})
+        deadline = time.monotonic() + 10   # the runner's stats come once it goes idle
+        while (row := c.get("/admin/models").json()["models"][0])["n_threads_now"] is None:
+            assert time.monotonic() < deadline, row
+            time.sleep(0.05)
+        from laya_desktop.runners.llama_cpp_backend import default_n_threads
+        assert 1 <= row["n_threads_now"] <= default_n_threads()   # the governor's choice
         r = c.post("/admin/models/tiny/unload").json()
         assert r["unloaded"] is True and r["state"] == "unloaded"
         assert pid not in engine.runner_pids()
