@@ -368,9 +368,7 @@ class LearnedHead:
         return self._vectors, self.lexical.rows(self._texts)
 
     def choice(self, text: EmbeddedText):
-        from laya_desktop.routing.semantic_head import choose
-
-        from laya_desktop.routing.semantic_head import softmax
+        from laya_desktop.routing.semantic_head import choose, softmax
 
         if text.choice is None or text.choice[0] is not self:
             meaning, words = self.heads.parts

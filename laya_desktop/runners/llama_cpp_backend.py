@@ -44,10 +44,10 @@ RATE_WINDOW_S = 2.0
 def default_n_threads() -> int:
     """The most threads a model decodes with. ggml's OpenMP workers wait for each other at every
     op; the thread governor (thread_governor.py) decodes with fewer while fewer are faster, so a
-    core taken by another process costs little (bench/threads.py). On 2 CPUs, shared with the
-    engine, the GUI and the user's agent, it is still one thread: two, governed, were 1.8x one
-    when quiet but 0.94x with a core busy. Above that, about one thread per physical core (half
-    the logical CPUs), up to 8."""
+    core taken by another process costs little (bench/threads.py: two, governed, 1.66x one thread
+    quiet, 0.99x with a core busy). On 2 CPUs it is still one thread: spinning threads on both
+    cores would take them from the GUI, the engine and the user's agent, which the governor does
+    not time. Above that, about one thread per physical core (half the logical CPUs), up to 8."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -362,10 +362,10 @@ class LlamaCppBackend:
         threads = self._set_threads(batch)
         t0 = time.perf_counter()
         rc = self._injected_kv_full() or L.llama_decode(self.ctx, self.batch)
-        if self.governor is not None:
-            self.governor.observe(threads, batch, time.perf_counter() - t0)
         if rc != 0:
             return self._decode_failed(rc, decoding + [r for r, _ in chunks])
+        if self.governor is not None:
+            self.governor.observe(threads, batch, time.perf_counter() - t0)
         for r in decoding:
             r.slot.tokens.append(r.next_token)
             r.next_token = None
