@@ -25,7 +25,7 @@ from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, pla
 from laya_desktop.runners.builtin import resolve_model_path
 from laya_desktop.runners.chat_templates import normalize_messages, select_format
 from laya_desktop.runners.contract import Accepted, accept
-from laya_desktop.runners.llama_sampling import logprob_entry, make_sampler
+from laya_desktop.runners.llama_sampling import greedy_token, logprob_entry, make_sampler
 from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
 from laya_desktop.runners.sliding_window import SlidingWindows
 from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
@@ -376,9 +376,14 @@ class LlamaCppBackend:
                 self.windows.save(r.slot.seq_id, r.n_done)
         events = []
         for r, idx in outputs:
-            events.extend(self._sampled(r, L.llama_sampler_sample(r.sampler, self.ctx, idx), idx))
+            events.extend(self._sampled(r, self._sample(r, idx), idx))
         self._record_rate(len(decoding), time.perf_counter() - t0)
         return events
+
+    def _sample(self, r: Request, idx: int) -> int:
+        if r.sampler is None:   # plain greedy (make_sampler)
+            return greedy_token(L.llama_get_logits_ith(self.ctx, idx), self.n_vocab)
+        return L.llama_sampler_sample(r.sampler, self.ctx, idx)
 
     def _set_threads(self, batch: int | None) -> int:
         if self.governor is None:

@@ -46,18 +46,44 @@ def _look_back(last_n: int, n_ctx: int) -> int:
     return n_ctx if last_n < 0 else min(last_n, n_ctx)
 
 
+def plain_greedy(p: P.SamplingParams) -> bool:
+    """Greedy with nothing that changes the logits first: the most likely token, which
+    `greedy_token` picks without a sampler chain."""
+    return (p.temperature <= 0 and not p.logit_bias and p.json_schema is None
+            and p.dry_multiplier <= 0 and not _penalised(p))
+
+
+def _penalised(p: P.SamplingParams) -> bool:
+    return _repeat(p) != 1.0 or bool(p.frequency_penalty or p.presence_penalty)
+
+
+def _repeat(p: P.SamplingParams) -> float:
+    return p.repeat_penalty if p.repeat_penalty > 0 else 1.0
+
+
+def greedy_token(logits: ctypes.Array, n_vocab: int) -> int:
+    """The first token of highest logit, as llama.cpp's greedy sampler picks it.
+
+    llama_sampler_sample copies every logit into a fresh candidate array before its chain runs:
+    0.55 ms a token for Gemma 3's 262,144-token vocabulary, 5 % of a batched decode step on
+    2 threads. numpy's argmax of the row takes 0.04 ms."""
+    return int(np.ctypeslib.as_array(logits, shape=(n_vocab,)).argmax())
+
+
 def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
-    """The request's sampler chain; the caller frees it with llama_sampler_free. `n_ctx` is the
+    """The request's sampler chain, or None for plain greedy (`plain_greedy`: the caller picks
+    with `greedy_token`); the caller frees a chain with llama_sampler_free. `n_ctx` is the
     sequence's context, which a look-back of -1 means."""
+    if plain_greedy(p):
+        return None
     chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
     add = lambda s: L.llama_sampler_chain_add(chain, s)  # noqa: E731
     if p.logit_bias:
         arr = (L.llama_logit_bias * len(p.logit_bias))(
             *[L.llama_logit_bias(t, b) for t, b in p.logit_bias.items()])
         add(L.llama_sampler_init_logit_bias(n_vocab, len(p.logit_bias), arr))
-    repeat = p.repeat_penalty if p.repeat_penalty > 0 else 1.0
-    if repeat != 1.0 or p.frequency_penalty or p.presence_penalty:
-        add(L.llama_sampler_init_penalties(n_vocab, _look_back(p.repeat_last_n, n_ctx), repeat,
+    if _penalised(p):
+        add(L.llama_sampler_init_penalties(n_vocab, _look_back(p.repeat_last_n, n_ctx), _repeat(p),
                                            p.frequency_penalty, p.presence_penalty))
     if p.dry_multiplier > 0:
         breakers = (ctypes.c_char_p * len(DRY_SEQUENCE_BREAKERS))(
