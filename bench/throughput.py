@@ -76,6 +76,19 @@ def stop(proc: subprocess.Popen) -> None:
 
 async def one_request(client: httpx.AsyncClient, url: str, prompt: str, max_tokens: int,
                       model: str) -> tuple[float, int, float]:
+    for attempt in range(3):
+        try:
+            return await _one_request(client, url, prompt, max_tokens, model)
+        except httpx.RemoteProtocolError as exc:
+            # llama-server now and then closes a kept-alive connection as a request reaches it
+            # ("Server disconnected without sending a response"); a client sends it again
+            if attempt == 2 or "without sending a response" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _one_request(client: httpx.AsyncClient, url: str, prompt: str, max_tokens: int,
+                       model: str) -> tuple[float, int, float]:
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
             "stream": True}
     started = time.monotonic()
