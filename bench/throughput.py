@@ -12,8 +12,14 @@ same prompts go to each at every client count (streamed /v1/completions, tempera
 servers run one after the other, never together. With --busy, a process spinning on one core runs
 during every measurement: the case of a machine shared with an editor, a build or the GUI.
 
-    python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy]
-                               [--baselines llama-server,llama-cpp-python]
+llama-server repacks quantized weights for ggml's CPU kernels by default; Laya does not unless a
+model sets `cpu_repack` (the repacked kernels make a greedy answer depend on the batch). --repack
+measures both sides both ways: Laya with `cpu_repack: true` against llama-server as it comes, and
+Laya as it comes against `llama-server --no-repack`. --rounds N measures every server N times,
+in turn, and the table shows medians (single runs here move by 10-20 %).
+
+    python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy] [--repack]
+                               [--rounds N] [--baselines llama-server,llama-cpp-python]
 
 With --json: one JSON object on stdout, the table on stderr; JSON is also written to
 bench/results/throughput[-busy].json.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -135,11 +142,11 @@ async def drive(url: str, concurrency: int, per_client: int, max_tokens: int, mo
 
 
 def run_laya(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
-             max_tokens) -> dict:
+             max_tokens, cpu_repack: bool = False) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="laya-bench-"))
     config = {"models": [{"name": "gemma", "backend": "llama_cpp", "path": model_path,
                           "n_ctx": n_ctx, "parallel": parallel, "n_threads": threads,
-                          "idle_ttl_s": 0}],
+                          "idle_ttl_s": 0, "cpu_repack": cpu_repack}],
               "routes": [{"name": "default", "target": "gemma"}],
               "memory": {"guard": False}}
     (folder / "models.yaml").write_text(yaml.safe_dump(config))
@@ -171,14 +178,15 @@ def _drive_server(cmd: list[str], port: int, health: str, levels, per_client, ma
 
 
 def run_llama_server(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
-                     max_tokens) -> dict:
+                     max_tokens, repack: bool = True) -> dict:
     from llama_server import ensure_llama_server
     port = free_port()
     # -c is the whole KV cache, shared by the slots: n_ctx per sequence as Laya's n_ctx
     return _drive_server([str(ensure_llama_server()), "-m", model_path, "-c", str(n_ctx * parallel),
                           "-np", str(parallel), "-t", str(threads), "-tb", str(threads),
                           "--host", "127.0.0.1", "--port", str(port), "--alias", "gemma",
-                          "--no-webui"], port, "/health", levels, per_client, max_tokens)
+                          "--no-webui", *([] if repack else ["--no-repack"])],
+                         port, "/health", levels, per_client, max_tokens)
 
 
 def run_llama_cpp_python(model_path: str, threads: int, n_ctx: int, parallel: int, levels,
@@ -198,7 +206,13 @@ def run_llama_cpp_python(model_path: str, threads: int, n_ctx: int, parallel: in
 
 
 SERVERS = {"laya": run_laya, "llama-server": run_llama_server,
-           "llama-cpp-python": run_llama_cpp_python}
+           "llama-cpp-python": run_llama_cpp_python,
+           # --repack: both sides with ggml's repacked CPU kernels, and both without
+           "laya-repack": functools.partial(run_laya, cpu_repack=True),
+           "llama-server-no-repack": functools.partial(run_llama_server, repack=False)}
+# (Laya's side, the baseline): the ratios the table shows, where both were measured
+PAIRS = [("laya", "llama-server"), ("laya", "llama-server-no-repack"),
+         ("laya-repack", "llama-server"), ("laya", "llama-cpp-python")]
 
 
 @contextmanager
@@ -224,6 +238,10 @@ def main() -> int:
     parser.add_argument("--clients", default="1,4,8", help="concurrent clients, a list")
     parser.add_argument("--parallel", type=int, default=8, help="sequences served at once (slots)")
     parser.add_argument("--baselines", default="llama-server,llama-cpp-python")
+    parser.add_argument("--repack", action="store_true",
+                        help="also Laya with cpu_repack and llama-server with --no-repack")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="servers measured in turn this many times; the table shows medians")
     parser.add_argument("--busy", action="store_true", help="one core kept busy by another process")
     parser.add_argument("--n-ctx", type=int, default=2048, help="context tokens per sequence")
     parser.add_argument("--requests-per-client", type=int, default=4)
@@ -233,38 +251,49 @@ def main() -> int:
     from laya_desktop.runners.builtin import resolve_model_path
     model_path = str(resolve_model_path("builtin:gemma-3-270m"))
     levels = _ints(args.clients)
-    servers = ["laya", *[b for b in args.baselines.split(",") if b]]
-    results, overhead = [], {}
+    baselines = [b for b in args.baselines.split(",") if b]
+    servers = ["laya", *(["laya-repack"] if args.repack else []), *baselines,
+               *(["llama-server-no-repack"] if args.repack and "llama-server" in baselines else [])]
+    pairs = [(a, b) for a, b in PAIRS if a in servers and b in servers]
+    results, overhead, rounds = [], {}, {}
     for threads in _ints(args.threads):
-        measured = {}
-        for name in servers:
-            with one_core_busy(args.busy):
-                measured[name] = SERVERS[name](model_path, threads, args.n_ctx, args.parallel,
-                                               levels, args.requests_per_client, args.max_tokens)
-        overhead[threads] = measured["laya"]["engine_ms_p50"]
+        runs: dict[str, list[dict]] = {name: [] for name in servers}
+        for _ in range(args.rounds):
+            for name in servers:
+                with one_core_busy(args.busy):
+                    runs[name].append(SERVERS[name](model_path, threads, args.n_ctx, args.parallel,
+                                                    levels, args.requests_per_client,
+                                                    args.max_tokens))
+        measured = [r["engine_ms_p50"] for r in runs["laya"] if r["engine_ms_p50"] is not None]
+        overhead[threads] = statistics.median(measured) if measured else None
         for c in levels:
             row = {"threads": threads, "clients": c}
             for name in servers:
-                row[f"{name}_tok_s"] = round(measured[name][c]["tok_s"], 1)
-                row[f"{name}_ttft_p50_ms"] = round(measured[name][c]["ttft_p50_ms"], 1)
-            for name in servers[1:]:
-                row[f"ratio_vs_{name}"] = round(measured["laya"][c]["tok_s"] / measured[name][c]["tok_s"], 2)
+                row[f"{name}_tok_s"] = round(statistics.median(r[c]["tok_s"] for r in runs[name]), 1)
+                row[f"{name}_ttft_p50_ms"] = round(
+                    statistics.median(r[c]["ttft_p50_ms"] for r in runs[name]), 1)
+                rounds.setdefault(f"{threads}x{c}", {})[name] = [round(r[c]["tok_s"], 1)
+                                                                 for r in runs[name]]
+            for a, b in pairs:
+                row[f"ratio_{a}_vs_{b}"] = round(row[f"{a}_tok_s"] / row[f"{b}_tok_s"], 2)
             results.append(row)
     report = {"model": "builtin:gemma-3-270m (Gemma 3 270M Q4_K_M)", "busy": args.busy,
               "parallel": args.parallel, "n_ctx_per_sequence": args.n_ctx,
               "max_tokens": args.max_tokens, "requests_per_client": args.requests_per_client,
-              "laya_engine_overhead_p50_ms": overhead, "results": results}
+              "rounds": args.rounds, "laya_engine_overhead_p50_ms": overhead, "results": results,
+              "tok_s_by_round": rounds}
 
     header = ["threads", "clients"] + [f"{n} tok/s" for n in servers] + \
-        [f"ratio vs {n}" for n in servers[1:]] + [f"{n} TTFT p50" for n in servers]
+        [f"{a} / {b}" for a, b in pairs] + [f"{n} TTFT p50" for n in servers]
     table = ["  ".join(header)]
     for r in results:
         cells = [str(r["threads"]), str(r["clients"])] + [str(r[f"{n}_tok_s"]) for n in servers] + \
-            [str(r[f"ratio_vs_{n}"]) for n in servers[1:]] + \
+            [str(r[f"ratio_{a}_vs_{b}"]) for a, b in pairs] + \
             [f"{r[f'{n}_ttft_p50_ms']} ms" for n in servers]
         table.append("  ".join(c.rjust(len(h)) for c, h in zip(cells, header)))
     table.append(f"Laya's engine time per request (outside the runner), p50 by threads: {overhead} ms"
-                 + ("; one core kept busy by another process" if args.busy else ""))
+                 + ("; one core kept busy by another process" if args.busy else "")
+                 + (f"; medians of {args.rounds} rounds" if args.rounds > 1 else ""))
     publish("throughput-busy" if args.busy else "throughput", report, "\n".join(table), args.json)
     return 0
 

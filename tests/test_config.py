@@ -105,6 +105,7 @@ ERROR_CASES = [
      "unknown kv_cache_type 'q5' (valid: f16, q8_0, q4_0)"),
     ({"models[0].keep_in_memory": "yes"}, "models[0].keep_in_memory", "expected true or false, got 'yes'"),
     ({"models[0].warmup": 1}, "models[0].warmup", "expected true or false, got 1"),
+    ({"models[0].cpu_repack": "on"}, "models[0].cpu_repack", "expected true or false, got 'on'"),
     ({"models[0].path": "model.bin"}, "models[0].path", "expected a .gguf file or builtin:NAME, got 'model.bin'"),
     ({"models[0].path": "builtin:"}, "models[0].path", "expected a .gguf file or builtin:NAME"),
     ({"models[0].path": None}, "models[0].path", "expected a non-empty string, got null"),
@@ -127,6 +128,7 @@ ERROR_CASES = [
     ({"models[1].chat_format": "chatml"}, "models[1].chat_format", "does not apply to backend 'mlx'"),
     ({"models[1].n_threads": 4}, "models[1].n_threads", "does not apply to backend 'mlx'"),
     ({"models[1].kv_cache_type": "f16"}, "models[1].kv_cache_type", "does not apply to backend 'mlx'"),
+    ({"models[1].cpu_repack": True}, "models[1].cpu_repack", "does not apply to backend 'mlx'"),
     ({"models[2].path": "x.gguf"}, "models[2].path",
      "'path' does not apply to backend 'openai' (applies to: llama_cpp, mlx)"),
     ({"models[2].n_ctx": 4096}, "models[2].n_ctx", "does not apply to backend 'openai'"),
@@ -304,6 +306,7 @@ def test_config_to_dict_keeps_only_fields_of_each_backend():
     assert "n_gpu_layers" not in mlx and "kv_cache_type" not in mlx and mlx["path"] == "/models/llama-mlx"
     assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model", "responses"}
     assert llama["embedding"] is False and "embedding" not in mlx and "responses" not in llama
+    assert llama["cpu_repack"] is False and "cpu_repack" not in mlx
     assert list(config_to_dict(config)) == ["server", "models", "routes", "scheduler", "memory"]
 
 

@@ -52,6 +52,9 @@ class ModelConfig:
     n_gpu_layers: int = _doc("Layers offloaded to the GPU; -1 for all.", default=0)
     n_threads: int | None = _doc("CPU threads for llama.cpp; null picks a default.", default=None)
     kv_cache_type: str = _doc("KV cache element type: f16 | q8_0 | q4_0.", default="f16")
+    cpu_repack: bool = _doc("Repack quantized weights for ggml's CPU kernels, as llama-server does "
+                            "by default: faster batched decoding with 2+ threads, but a greedy "
+                            "answer then depends on how many requests share a step.", default=False)
     chat_format: str | None = _doc("Chat template override (a llama-cpp-python chat format name).",
                                    default=None)
     keep_in_memory: bool = _doc("Pinned: never unloaded by the memory guard or the idle TTL.",

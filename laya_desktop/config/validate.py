@@ -140,6 +140,7 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "n_gpu_layers": (_Field("int", check=_at_least(-1)), _LLAMA),
     "n_threads": (_Field("int", nullable=True, check=_at_least(1)), _LLAMA),
     "kv_cache_type": (_Field("str", check=_choice("kv_cache_type", KV_CACHE_TYPES)), _LLAMA),
+    "cpu_repack": (_Field("bool"), _LLAMA),
     "chat_format": (_Field("str", nullable=True), _LLAMA),
     "keep_in_memory": (_Field("bool"), LOCAL_BACKENDS),
     "idle_ttl_s": (_Field("int", check=_at_least(0)), LOCAL_BACKENDS),

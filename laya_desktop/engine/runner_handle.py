@@ -64,6 +64,7 @@ def runner_spec(model: ModelConfig, resolved_path: str) -> dict:
         "n_gpu_layers": model.n_gpu_layers,
         "n_threads": model.n_threads,
         "kv_cache_type": model.kv_cache_type,
+        "cpu_repack": model.cpu_repack,
         "chat_format": model.chat_format,
         "embedding": model.embedding,
     }

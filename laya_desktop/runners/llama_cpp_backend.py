@@ -136,8 +136,8 @@ class LlamaCppBackend:
         L.llama_backend_init()
         mparams = L.llama_model_default_params()
         mparams.n_gpu_layers = int(spec.get("n_gpu_layers") or 0)
-        # ggml's repacked CPU kernels speed up prompt reading but make a row's result depend
-        # on how many rows share its matmul, so greedy output would change with the load.
+        # ggml's repacked CPU kernels decode batches faster on 2+ threads but make a row's
+        # result depend on how many rows share its matmul: greedy output changes with the load.
         mparams.use_extra_bufts = bool(spec.get("cpu_repack", False))
         self.model = L.llama_model_load_from_file(self.path.encode(), mparams)
         if not self.model:

@@ -12,7 +12,7 @@ from installed import requires
 
 pytestmark = requires("mlx_lm")
 
-GGUF_ONLY = {"n_gpu_layers", "n_threads", "kv_cache_type", "chat_format"}
+GGUF_ONLY = {"n_gpu_layers", "n_threads", "kv_cache_type", "cpu_repack", "chat_format"}
 
 
 @pytest.fixture(scope="module")

@@ -711,6 +711,10 @@
         <translation>KV 缓存类型</translation>
     </message>
     <message>
+        <source>repack weights for the CPU (faster batches; a greedy answer then depends on the load)</source>
+        <translation>为 CPU 重排权重（批处理更快；贪心解码的回答会随负载而变）</translation>
+    </message>
+    <message>
         <source>Inspect</source>
         <translation>检查</translation>
     </message>

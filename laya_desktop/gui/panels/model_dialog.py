@@ -111,6 +111,10 @@ class ModelDialog(QDialog):
             self.kv_type.currentTextChanged.connect(self._reinspect)
             form.addRow(self.tr("GPU layers (-1 all)"), self.gpu_layers)
             form.addRow(self.tr("KV cache type"), self.kv_type)
+            self.repack = QCheckBox(self.tr("repack weights for the CPU (faster batches; a greedy "
+                                            "answer then depends on the load)"))
+            self.repack.setChecked(bool(e.get("cpu_repack", False)))
+            form.addRow("", self.repack)
         form.addRow("", _button(self.tr("Inspect"), self.inspect))
         form.addRow(self.tr("Idle TTL (s, 0 never)"), self.idle_ttl)
         form.addRow("", self.pinned)
@@ -253,7 +257,8 @@ class ModelDialog(QDialog):
                      parallel=self.parallel.value(), keep_in_memory=self.pinned.isChecked(),
                      idle_ttl_s=self.idle_ttl.value(), warmup=self.warmup.isChecked())
         if self.backend == "llama_cpp":
-            entry.update(n_gpu_layers=self.gpu_layers.value(), kv_cache_type=self.kv_type.currentText())
+            entry.update(n_gpu_layers=self.gpu_layers.value(), kv_cache_type=self.kv_type.currentText(),
+                         cpu_repack=self.repack.isChecked())
         return entry
 
 
