@@ -92,6 +92,7 @@ class RunnerHandle:
         self.error: str | None = None
         self.info: dict[str, Any] = {}
         self.stats: dict[str, Any] = {}
+        self.stats_at = 0.0   # monotonic time of the last stats event
         self.process: asyncio.subprocess.Process | None = None
         self.loaded_at: float | None = None
         self._on_crash = on_crash
@@ -260,7 +261,7 @@ class RunnerHandle:
         if kind == "alive":
             return  # last_heard is all a heartbeat is for
         if kind == "stats":
-            self.stats = event
+            self.stats, self.stats_at = event, time.monotonic()
             return
         queue = self._streams.get(event.get("id"))
         if queue is not None:

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from laya_desktop.runners.cadence import STATS_PUSH_S
 from laya_desktop.telemetry.model_sample import MLX_FIGURES, ModelSample
 from laya_desktop.telemetry.ring import SeqRing
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
@@ -75,10 +76,11 @@ class TelemetryService:
         self.samples.append(sample)
         return sample
 
-    async def _poll_runner_stats(self) -> None:
+    async def _poll_runner_stats(self, period: float) -> None:
+        now = time.monotonic()
         for served in self.models.all():
             handle = served.handle
-            if handle is not None and handle.is_ready:
+            if handle is not None and handle.is_ready and needs_poll(handle.stats_at, now, period):
                 try:
                     await handle.send({"op": "stats"})
                 except Exception:
@@ -91,7 +93,7 @@ class TelemetryService:
         next_at = time.monotonic()
         while True:
             period = 1.0 / max(self.sample_hz(), 0.01)
-            await self._poll_runner_stats()
+            await self._poll_runner_stats(period)
             try:
                 sample = self.sample_once()
             except Exception:
@@ -108,3 +110,10 @@ class TelemetryService:
 
     def close(self) -> None:
         self.sampler.close()
+
+
+def needs_poll(stats_at: float, now: float, period: float) -> bool:
+    """Whether to ask a runner for its stats before this sample. A busy runner pushes them every
+    STATS_PUSH_S anyway; asking as well wakes its stdin thread beside the decoding threads, and
+    the engine for the answer, 4 times a second for nothing."""
+    return now - stats_at >= 1.5 * max(period, STATS_PUSH_S)

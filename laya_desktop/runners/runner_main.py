@@ -18,11 +18,11 @@ import time
 import traceback
 
 from laya_desktop.runners import protocol as P
+from laya_desktop.runners.cadence import STATS_PUSH_S
 from laya_desktop.runners.contract import RunnerBackend
 
 log = logging.getLogger("laya.runner")
 
-STATS_INTERVAL_S = 0.25     # pushed stats: at most 4 a second while busy
 IDLE_WAIT_S = 1.0
 HEARTBEAT_S = 0.5           # the engine takes a runner silent for 2 s or more (with work) as hung
 _EOF = None
@@ -186,6 +186,6 @@ class Runner:
 
     def _push_stats(self, force: bool) -> None:
         now = time.monotonic()
-        if force or now - self._last_stats >= STATS_INTERVAL_S:
+        if force or now - self._last_stats >= STATS_PUSH_S:
             self._last_stats = now
             self.out.write([P.stats(self.backend.stats())])
