@@ -81,22 +81,3 @@ def test_parse_tool_calls_keeps_text_around_hermes_blocks():
     calls, rest = parse_tool_calls('<tool_call>{"name": "read_file", "arguments": {}}</tool_call> done',
                                    NAMES)
     assert [c.name for c in calls] == ["read_file"] and rest == "done"
-
-
-def test_keepalive_fills_silences_and_passes_every_output_on():
-    import asyncio
-
-    from laya_desktop.engine.outputs import Finished, KeepAlive, TextDelta
-    from laya_desktop.engine.serving import with_keepalive
-
-    async def slow():
-        await asyncio.sleep(0.35)   # a long prompt being read
-        yield TextDelta("a")
-        yield Finished("stop")
-
-    async def run():
-        return [out async for out in with_keepalive(slow(), every_s=0.1)]
-
-    outs = asyncio.run(run())
-    assert 2 <= sum(isinstance(o, KeepAlive) for o in outs) <= 4
-    assert [o for o in outs if not isinstance(o, KeepAlive)] == [TextDelta("a"), Finished("stop")]

@@ -22,6 +22,7 @@ from laya_desktop.engine.apis.base import Api, Meta
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.dispatch import LocalGeneration, check_local, start_generation, start_local
 from laya_desktop.engine.errors import ApiError
+from laya_desktop.engine.keepalive import with_keepalive
 from laya_desktop.engine.model_manager import LoadRefused
 from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, KeepAlive, Output
 from laya_desktop.engine.remote import open_remote
@@ -31,7 +32,6 @@ from laya_desktop.routing.target_book import latency_sample
 from laya_desktop.routing.why import tried_before, why_routed
 
 MAX_BODY_BYTES = 32 * 1024 * 1024   # server.max_body_mb's default
-KEEPALIVE_S = 10.0   # a stream with nothing new for this long gets its API's heartbeat
 # Deeper JSON than any real request: the adapters, the runner pipe and the request log walk bodies
 # recursively, and Python's parser itself overflows its stack near 1,000 levels (RecursionError).
 MAX_JSON_DEPTH = 128
@@ -329,29 +329,6 @@ async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: 
         elif isinstance(out, Failed):
             status[0] = out.status
         yield out
-
-
-async def with_keepalive(outputs: AsyncIterator[Output], every_s: float = KEEPALIVE_S):
-    """The outputs, with a KeepAlive whenever none came for `every_s` seconds."""
-    source = outputs.__aiter__()
-    pending: asyncio.Future | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(source.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=every_s)
-            if not done:
-                yield KeepAlive()
-                continue
-            finished, pending = pending, None
-            try:
-                out = finished.result()
-            except StopAsyncIteration:
-                return
-            yield out
-    finally:
-        if pending is not None:
-            pending.cancel()
 
 
 async def _stream(engine, api: Api, call: Call, gen, meta: Meta, record: RequestRecord):
