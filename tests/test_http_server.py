@@ -1,5 +1,5 @@
 """engine/http_server.py: uvicorn's httptools protocol with what an answer writes in one loop turn
-sent as one write.
+sent as one write, and uvicorn's server ticking once a second.
 A real uvicorn server on loopback; the socket transport's writes are recorded as they happen."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from engine_harness import free_port
-from laya_desktop.engine.http_server import EngineHttpProtocol
+from laya_desktop.engine.http_server import TICK_S, EngineHttpProtocol, EngineServer
 
 WRITES: list[bytes] = []
 
@@ -59,12 +59,21 @@ async def stream_at_once(request):
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+class CountingServer(EngineServer):
+    ticks = 0
+
+    async def on_tick(self, counter: int) -> bool:
+        CountingServer.ticks += 1
+        return await super().on_tick(counter)
+
+
 @contextlib.contextmanager
-def server():
+def server(stopped: list | None = None):
+    """The engine's server on loopback; `stopped` gets the seconds from should_exit to its end."""
     app = Starlette(routes=[Route("/whole", whole), Route("/stream", stream),
                             Route("/stream-at-once", stream_at_once)])
     port = free_port()
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+    running = CountingServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                             lifespan="off", http=RecordingProtocol))
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
@@ -74,8 +83,11 @@ def server():
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        running.should_exit = True
+        asked = time.monotonic()
+        running.should_exit = True   # from another thread, as the parent-pipe watch does
         thread.join(timeout=10)
+        if stopped is not None:
+            stopped.append(time.monotonic() - asked)
 
 
 def test_a_whole_answer_leaves_in_one_write_and_keep_alive_holds():
@@ -112,3 +124,15 @@ def test_a_streams_head_leaves_before_its_first_event():
             while b"0\r\n\r\n" not in rest:
                 rest += sock.recv(65536)
     assert b"data: 1\n\n" in rest and b"data: 2\n\n" in rest
+
+
+def test_the_idle_server_ticks_once_a_second_and_stops_at_once():
+    stopped: list[float] = []
+    with server(stopped) as url:
+        with httpx.Client(base_url=url) as client:
+            assert client.get("/whole").headers["date"].endswith(" GMT")   # uvicorn's Date header
+        CountingServer.ticks = 0
+        time.sleep(2.5 * TICK_S)
+        ticks = CountingServer.ticks
+    assert 2 <= ticks <= 3   # uvicorn's own loop ticks 10 times a second
+    assert stopped[0] < 0.5 * TICK_S   # woken by should_exit, not by the next tick
