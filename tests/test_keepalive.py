@@ -1,4 +1,4 @@
-"""with_keepalive: every output in order, a heartbeat in each silence, errors and early ends kept."""
+"""with_keepalive: every output in order, a heartbeat in each silence, errors and early ends."""
 import asyncio
 
 import pytest

@@ -100,7 +100,8 @@ class EngineServer(uvicorn.Server):
         counter = 0
         should_exit = await self.on_tick(counter)
         while not should_exit:
-            counter = (counter + 10) % 864000   # on_tick refreshes the Date header at multiples of 10
+            # on_tick refreshes the Date header when the counter is a multiple of 10
+            counter = (counter + 10) % 864000
             self._wake = wake = self._loop.create_future()
             if self._should_exit:   # set before this wait could be woken
                 break
