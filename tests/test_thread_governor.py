@@ -52,6 +52,15 @@ def test_quiet_keeps_every_thread_and_tries_fewer_rarely():
     assert used[:310].count(1) == G.PROBE_STEPS and used[:290].count(1) == 0
 
 
+def test_a_lone_slow_or_fast_step_on_a_quiet_machine_starts_no_probe():
+    # a quiet machine's steps spread: the engine and the clients wake beside the threads
+    clock = Clock()
+    governor = G.ThreadGovernor(2, clock)
+    spread = iter([0.09, 0.09, 0.06, 0.09, 0.09, 0.09, 0.09, 0.16] * 40)
+    used = drive(governor, clock, lambda threads: next(spread) if threads == 2 else 0.15, 290)
+    assert used.count(1) == 0 and governor.threads == 2   # only the periodic try, at 30 s, is due
+
+
 def test_a_core_taken_midway_drops_to_one_thread_within_a_few_steps():
     clock = Clock()
     governor = G.ThreadGovernor(2, clock)
@@ -141,12 +150,18 @@ def test_the_thread_count_a_step_runs_with_does_not_change_a_greedy_answer(gguf,
         counts = iter([2, 1] * 200)               # every step switches
         monkeypatch.setattr(two.governor, "threads_for", lambda batch: next(counts))
         assert greedy(two, prompts) == expected
-        assert two.stats()["n_threads_now"] in (1, 2)
+        stats = two.stats()
+        assert stats["n_threads_now"] in (1, 2)
+        # every step is counted at the count it ran with; the governor itself never switched
+        steps = stats["steps_by_threads"]
+        assert set(steps) == {1, 2} and abs(steps[1] - steps[2]) <= 1 and sum(steps.values()) >= 24
+        assert stats["thread_switches"] == 0
     finally:
         two.close()
     fixed = LlamaCppBackend({"name": "fixed", "path": str(gguf), "n_ctx": 256, "parallel": 4,
                              "n_threads": 2, "adaptive_threads": False})
     try:
         assert fixed.governor is None and greedy(fixed, prompts) == expected
+        assert fixed.stats()["steps_by_threads"] == {} and fixed.stats()["thread_switches"] == 0
     finally:
         fixed.close()

@@ -95,6 +95,8 @@ def model_summary(served) -> dict:
         "kv_bytes_per_token": stats.get("kv_bytes_per_token", info.get("kv_bytes_per_token")),
         "tokens_per_s": stats.get("tokens_per_s"),
         "n_threads_now": stats.get("n_threads_now"),   # a GGUF model's governor's choice
+        "thread_switches": stats.get("thread_switches"),
+        "steps_by_threads": stats.get("steps_by_threads"),
         "loaded_at": handle.loaded_at if handle else None,
     }
 

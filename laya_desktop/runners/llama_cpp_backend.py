@@ -548,6 +548,11 @@ class LlamaCppBackend:
                 "active": sum(s.request is not None for s in self.slots), "queued": len(self.waiting),
                 "parallel": self.parallel, "tokens_per_s": self.tokens_per_s(),
                 "n_threads_now": self._threads_now,
+                # the governor's switches and its steps by thread count: how much of a run it
+                # decoded with fewer threads than configured (benches report it per cell)
+                "thread_switches": self.governor.switches if self.governor else 0,
+                "steps_by_threads": (dict(self.governor.steps_by_threads) if self.governor
+                                     else {}),
                 "requests_total": self._totals["requests"],
                 "prompt_tokens_total": self._totals["prompt_tokens"],
                 "cached_tokens_total": self._totals["cached_tokens"],
