@@ -6,8 +6,7 @@ that speed while the engine and its clients wake beside them for every token. Wh
 holds a core, the thread that arrives first spins while the other waits for a core, op after op,
 and two threads fall to half of one (bench/threads.py). No fixed spin length serves both: a short
 one loses the quiet speed-up whenever the engine wakes. So the threads keep libgomp's wait and the
-runner measures instead: when its recent steps turn slow (their mean 1.3x the best such mean
-lately), and every so often anyway, it times a few
+runner measures instead: when its recent steps turn slow, and every so often anyway, it times a few
 steps with half the threads, taking turns with steps at the current count, and keeps whichever
 was faster; while below its most, it tries more
 threads again every few seconds. Steps compared are decode steps of the same batch size, adjacent
@@ -22,8 +21,8 @@ import time
 from collections import deque
 from typing import Callable
 
-SLOW = 1.3           # recent steps this much slower on average than the best such mean at their batch
-BEST_FOR_S = 30.0    # how long a best mean stands as the reference
+SLOW = 1.3           # recent steps this much slower on average than the best one at their batch
+BEST_FOR_S = 30.0    # how long a best step stands as the reference
 RETRY_MORE_S = 10.0  # below the most threads: try more this often at first,
 RETRY_MORE_MAX_S = 40.0   # doubling after each try that lost, up to this
 RETRY_FEWER_S = 30.0  # above one thread: try fewer this often even when no step turned slow (a
@@ -93,18 +92,12 @@ class ThreadGovernor:
             return
         now = self._clock()
         self._recent.append((batch, seconds))
-        here = self._recent_at(batch)
-        if len(here) < RECENT:
-            return
-        # the reference is the best mean of RECENT steps, not the fastest step: single steps
-        # spread by 1.3x on a quiet machine (the engine and clients wake beside the threads), so
-        # the fastest one made a lone slow step look like a lost core and cost needless probes
-        mean = sum(here) / RECENT   # not statistics.fmean: this runs every step, on a cold CPU
         best = self._best.get(batch)
-        if best is None or mean <= best[0] or now - best[1] > BEST_FOR_S:
-            self._best[batch] = best = (mean, now)
+        if best is None or seconds <= best[0] or now - best[1] > BEST_FOR_S:
+            self._best[batch] = best = (seconds, now)
+        here = self._recent_at(batch)
         if (probe is None and self.level + 1 < len(self.levels) and now >= self._calm_until
-                and mean > SLOW * best[0]):
+                and len(here) == RECENT and sum(here) / RECENT > SLOW * best[0]):
             self._probe = _Probe(self.level + 1, batch)
 
     def _decide(self, probe: _Probe) -> None:
