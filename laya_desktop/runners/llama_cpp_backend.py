@@ -181,6 +181,10 @@ class LlamaCppBackend:
         np.ctypeslib.as_array(self.batch.n_seq_id, shape=(self.n_batch,))[:] = 1
         self._b_seq = [self.batch.seq_id[i] for i in range(self.n_batch)]
         self._piece_buf = ctypes.create_string_buffer(256)
+        # per token id, (is end of generation, piece): two ctypes calls less per generated token,
+        # each slow on the CPU a decode step has just flushed
+        self._token_facts: dict[int, tuple[bool, bytes]] = {}
+        self._logit_rows: dict[int, np.ndarray] = {}   # logits row address -> a numpy view of it
 
         bos, eos = L.llama_vocab_bos(self.vocab), L.llama_vocab_eos(self.vocab)
         template = L.llama_model_chat_template(self.model, None)
@@ -382,8 +386,28 @@ class LlamaCppBackend:
 
     def _sample(self, r: Request, idx: int) -> int:
         if r.sampler is None:   # plain greedy (make_sampler)
-            return greedy_token(L.llama_get_logits_ith(self.ctx, idx), self.n_vocab)
+            return greedy_token(self._logit_row(idx))
         return L.llama_sampler_sample(r.sampler, self.ctx, idx)
+
+    def _logit_row(self, idx: int) -> np.ndarray:
+        """Output `idx`'s logits as a numpy view, made once per row address (a new view costs
+        a ctypes array type). A view is only used again for an address llama.cpp returns again,
+        which then holds that row, so a reallocated logits buffer needs no invalidation."""
+        ptr = L.llama_get_logits_ith(self.ctx, idx)
+        address = ctypes.cast(ptr, ctypes.c_void_p).value
+        row = self._logit_rows.get(address)
+        if row is None:
+            if len(self._logit_rows) >= 4 * self.n_batch:   # addresses of old buffers
+                self._logit_rows.clear()
+            row = self._logit_rows[address] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return row
+
+    def _facts(self, tok: int) -> tuple[bool, bytes]:
+        facts = self._token_facts.get(tok)
+        if facts is None:
+            facts = self._token_facts[tok] = (bool(L.llama_vocab_is_eog(self.vocab, tok)),
+                                              self.piece(tok))
+        return facts
 
     def _set_threads(self, batch: int | None) -> int:
         if self.governor is None:
@@ -467,14 +491,15 @@ class LlamaCppBackend:
         """Events for a sampled token. An end-of-generation token is neither text nor a
         completion token (as on MLX); with logprobs every other token gets a token event, its
         text empty while held back, so each completion token has its logprobs entry."""
-        if L.llama_vocab_is_eog(self.vocab, tok):
+        is_eog, piece = self._facts(tok)
+        if is_eog:
             return self._text(r, r.stream.flush(), None) + [self._finish(r, "stop")]
         r.completion_tokens += 1
         entry = None
         if r.params.logprobs:
             entry = logprob_entry(L.llama_get_logits_ith(self.ctx, idx), self.n_vocab, tok,
                                   r.params.top_logprobs, self.piece)
-        text = r.stream.push(self.piece(tok))
+        text = r.stream.push(piece)
         if r.stream.stopped:
             return self._text(r, text, entry) + [self._finish(r, "stop")]
         if r.completion_tokens >= r.max_tokens or len(r.prompt) + r.completion_tokens >= self.n_ctx:

@@ -61,13 +61,13 @@ def _repeat(p: P.SamplingParams) -> float:
     return p.repeat_penalty if p.repeat_penalty > 0 else 1.0
 
 
-def greedy_token(logits: ctypes.Array, n_vocab: int) -> int:
-    """The first token of highest logit, as llama.cpp's greedy sampler picks it.
+def greedy_token(row: np.ndarray) -> int:
+    """The first token of highest logit in a logits row, as llama.cpp's greedy sampler picks it.
 
     llama_sampler_sample copies every logit into a fresh candidate array before its chain runs:
     0.55 ms a token for Gemma 3's 262,144-token vocabulary, 5 % of a batched decode step on
     2 threads. numpy's argmax of the row takes 0.04 ms."""
-    return int(np.ctypeslib.as_array(logits, shape=(n_vocab,)).argmax())
+    return int(row.argmax())
 
 
 def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
