@@ -53,8 +53,9 @@ def test_quiet_keeps_every_thread_and_tries_fewer_rarely():
 
 
 def test_a_core_held_from_the_start_shows_in_a_few_long_steps_and_is_found_at_once():
-    # the machine is never quiet, so no earlier step is fast on average; but while the other
-    # thread waits for a core some steps take ten times longer, which the median does not see
+    # the machine is never quiet, so no window of steps is fast on average; but while the other
+    # thread waits for a core some steps take ten times longer, and the rest show what two
+    # threads can do: the fastest step is the reference (a typical step would hide it)
     clock = Clock()
     governor = G.ThreadGovernor(2, clock)
     pattern = iter([0.09] * 6 + [0.9] * 2 + [0.09] * 6 + [0.9] * 2 + [0.9, 0.09] * 200)
