@@ -1,6 +1,7 @@
 """Laya's keyword scanner (routing/_keyscan.c) finds what ahocorasick-rs finds, each keyword once."""
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
@@ -122,9 +123,12 @@ bodies = st.fixed_dictionaries(
 def test_one_call_decision_equals_reference(routes, body, path, header):
     cfg = config(*routes)
     expected = reference(cfg, extract(path, body, header))
-    router = Router(cfg, scanner="keyscan")
-    for _ in range(2):  # the second time from the prefilters it kept
-        assert router.decide_body(path, body, header) == expected
+    # one tier, or a tier per keyword read all at once or tier by tier
+    for router in (Router(cfg, scanner="keyscan"),
+                   Router(cfg, scanner="keyscan", first_tier_keywords=1, dense_hits=math.inf),
+                   Router(cfg, scanner="keyscan", first_tier_keywords=1, dense_hits=0)):
+        for _ in range(2):  # the second time from the prefilters it kept
+            assert router.decide_body(path, body, header) == expected
 
 
 def test_a_chat_is_decided_in_one_call_and_its_prefilter_kept_per_key():

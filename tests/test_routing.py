@@ -231,13 +231,12 @@ def test_texts_dense_in_keywords_are_read_tier_by_tier():
         router = Router(cfg, scanner=scanner)
         assert router.tier_count == 2
         picks = []
+        # keyscan decides a chat in one C call, which keeps its own running mean
+        holder = router._chat_scanner if scanner == "keyscan" else router
         for body in [sparse] * 3 + [dense] * 3 + [sparse] * 40:
             picks.append(router.decide_body(CHAT, body, None).rule)
-            picks.append(router._hits_mean >= DENSE_HITS)  # read tier by tier next time
-        if scanner == "keyscan":  # reads a chat's keywords all at once, dense or not
-            assert picks[::2] == ["r150"] * 3 + ["r260"] * 3 + ["r150"] * 40
-            assert not any(picks[1::2])
-            continue
+            mean = holder.hits_mean if scanner == "keyscan" else holder._hits_mean
+            picks.append(mean >= DENSE_HITS)  # read tier by tier next time
         assert picks[:6] == ["r150", False] * 3
         assert picks[6:12] == ["r260", True] * 3  # from the first dense text on
         assert picks[-2:] == ["r150", False]  # back once texts are sparse again

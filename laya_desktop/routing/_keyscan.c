@@ -23,6 +23,7 @@ so on that cold CPU, and a whole decision in Python took 16 us there against 3 u
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,6 +52,10 @@ typedef struct {
     Py_ssize_t *offset;      /* keyword k is blob[offset[k]:offset[k + 1]] */
     Py_ssize_t *rule_start;  /* set_rules: keyword k's rules are rule_ids[rule_start[k]:...[k + 1]] */
     Py_ssize_t *rule_ids;
+    /* set_tiers: the same keywords split into tiers in rule order, for texts dense in keywords */
+    PyObject *tiers;         /* tuple of (KeywordScanner, rules resolved below, users as bytes) */
+    double hits_mean;        /* keywords found per chat lately: a running mean, up at once */
+    double dense_hits;       /* from this mean on, route_chat reads tier by tier */
 } Scanner;
 
 /* What a scan does with each keyword it finds: adds it to a list, or keeps the first rule of
@@ -61,6 +66,7 @@ typedef struct {
     Py_ssize_t needed_bytes;
     Py_ssize_t best;      /* the lowest such rule so far; PY_SSIZE_T_MAX when none */
     Py_ssize_t first;     /* needed's lowest rule: found, nothing can beat it */
+    Py_ssize_t found;     /* keywords found, for the running mean */
 } Sink;
 
 static const uint32_t GOLDEN = 0x9E3779B1u;
@@ -85,6 +91,7 @@ static void free_tables(Scanner *s) {
 
 static void Scanner_dealloc(Scanner *s) {
     free_tables(s);
+    Py_CLEAR(s->tiers);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -167,6 +174,7 @@ static inline int found_keyword(const Scanner *s, Py_ssize_t k, Sink *sink) {
         Py_XDECREF(id);
         return failed ? -1 : 0;
     }
+    sink->found++;
     for (Py_ssize_t r = s->rule_start[k]; r < s->rule_start[k + 1]; r++) {
         Py_ssize_t rule = s->rule_ids[r];  /* ascending: the first one needed is the lowest */
         if (rule >= sink->best) break;
@@ -253,7 +261,7 @@ static int scan_texts(const Scanner *s, PyObject *const *texts, Py_ssize_t count
 }
 
 static PyObject *hits_of(Scanner *s, PyObject *const *texts, Py_ssize_t count, int parts) {
-    Sink sink = {PyList_New(0), NULL, 0, PY_SSIZE_T_MAX, -1};
+    Sink sink = {PyList_New(0), NULL, 0, PY_SSIZE_T_MAX, -1, 0};
     if (!sink.hits) return NULL;
     int status = scan_texts(s, texts, count, parts, &sink);
     if (status == 0) return sink.hits;
@@ -329,6 +337,70 @@ fail:
     PyMem_Free(start), PyMem_Free(ids);
     Py_DECREF(seq);
     return NULL;
+}
+
+static PyObject *Scanner_set_tiers(Scanner *s, PyObject *args) {
+    PyObject *tiers;
+    double dense_hits;
+    if (!PyArg_ParseTuple(args, "O!d:set_tiers", &PyTuple_Type, &tiers, &dense_hits)) return NULL;
+    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(tiers); t++) {
+        PyObject *tier = PyTuple_GET_ITEM(tiers, t);
+        if (!PyTuple_Check(tier) || PyTuple_GET_SIZE(tier) != 3
+                || !PyObject_TypeCheck(PyTuple_GET_ITEM(tier, 0), Py_TYPE(s))
+                || !((Scanner *)PyTuple_GET_ITEM(tier, 0))->rule_start
+                || !PyLong_Check(PyTuple_GET_ITEM(tier, 1))
+                || !PyBytes_Check(PyTuple_GET_ITEM(tier, 2))) {
+            PyErr_SetString(PyExc_TypeError, "a tier is (KeywordScanner with its rules set, "
+                                             "rules resolved below it: int, its users: bytes)");
+            return NULL;
+        }
+    }
+    Py_INCREF(tiers);
+    Py_XSETREF(s->tiers, tiers);
+    s->dense_hits = dense_hits;
+    Py_RETURN_NONE;
+}
+
+/* The lowest rule of the bitset needed[0:n] at or after `from`; PY_SSIZE_T_MAX when none. */
+static Py_ssize_t next_rule(const unsigned char *needed, Py_ssize_t n, Py_ssize_t from) {
+    for (Py_ssize_t rule = from; (rule >> 3) < n; rule++) {
+        if (!(rule & 7) && !needed[rule >> 3]) {
+            rule += 7;
+            continue;
+        }
+        if ((needed[rule >> 3] >> (rule & 7)) & 1) return rule;
+    }
+    return PY_SSIZE_T_MAX;
+}
+
+static int overlaps(PyObject *users, const unsigned char *needed, Py_ssize_t n) {
+    const unsigned char *bits = (const unsigned char *)PyBytes_AS_STRING(users);
+    Py_ssize_t common = PyBytes_GET_SIZE(users) < n ? PyBytes_GET_SIZE(users) : n;
+    for (Py_ssize_t i = 0; i < common; i++)
+        if (bits[i] & needed[i]) return 1;
+    return 0;
+}
+
+/* The texts' keywords into the sink, tier by tier: a tier whose users need none is skipped, and
+   once no needed rule can still beat the best one found the rest are. Keywords found, scaled to
+   all keywords, go to *found. 0, or -1 on error. */
+static int scan_tiers(Scanner *s, PyObject *const *texts, Py_ssize_t count, Sink *sink,
+                      double *found) {
+    Py_ssize_t read = 0, seen = 0;
+    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(s->tiers); t++) {
+        PyObject *tier = PyTuple_GET_ITEM(s->tiers, t);
+        Scanner *scanner = (Scanner *)PyTuple_GET_ITEM(tier, 0);
+        if (overlaps(PyTuple_GET_ITEM(tier, 2), sink->needed, sink->needed_bytes)) {
+            sink->found = 0;
+            if (scan_texts(scanner, texts, count, 1, sink) < 0) return -1;
+            read += scanner->n_patterns, seen += sink->found;
+        }
+        Py_ssize_t resolved = PyLong_AsSsize_t(PyTuple_GET_ITEM(tier, 1));
+        if (resolved == -1 && PyErr_Occurred()) return -1;
+        if (next_rule(sink->needed, sink->needed_bytes, resolved) >= sink->best) break;
+    }
+    *found = read ? (double)seen * (double)s->n_patterns / (double)read : 0.0;
+    return 0;
 }
 
 /* Appends to `user` the content of each user message and adds every message's code points to
@@ -415,9 +487,16 @@ static PyObject *Scanner_route_chat(Scanner *s, PyObject *const *args, Py_ssize_
         Py_ssize_t first = 0;
         while (!bits[first >> 3]) first += 8;  /* needed is not 0: a byte of it is set */
         while (!((bits[first >> 3] >> (first & 7)) & 1)) first++;
-        Sink sink = {NULL, bits, PyBytes_GET_SIZE(needed), PY_SSIZE_T_MAX, first};
-        int status = scan_texts(s, PySequence_Fast_ITEMS(user), PyList_GET_SIZE(user), 1, &sink);
-        if (status < 0) goto done;
+        Sink sink = {NULL, bits, PyBytes_GET_SIZE(needed), PY_SSIZE_T_MAX, first, 0};
+        PyObject *const *texts = PySequence_Fast_ITEMS(user);
+        double found;
+        if (s->tiers && s->hits_mean >= s->dense_hits) {
+            if (scan_tiers(s, texts, PyList_GET_SIZE(user), &sink, &found) < 0) goto done;
+        } else {
+            if (scan_texts(s, texts, PyList_GET_SIZE(user), 1, &sink) < 0) goto done;
+            found = (double)sink.found;  /* up to the first needed rule, when it stopped there */
+        }
+        s->hits_mean = found > s->hits_mean ? found : s->hits_mean + (found - s->hits_mean) * 0.125;
         if (sink.best != PY_SSIZE_T_MAX) winner = sink.best;  /* needed lies before the winner */
     }
     result = PyLong_FromSsize_t(winner);
@@ -446,6 +525,12 @@ static PyMethodDef Scanner_methods[] = {
     {"set_rules", (PyCFunction)Scanner_set_rules, METH_O,
      "set_rules(rules: list[list[int]]): for each keyword, the ascending indices of the rules\n"
      "having it (route_chat needs them)."},
+    {"set_tiers", (PyCFunction)Scanner_set_tiers, METH_VARARGS,
+     "set_tiers(tiers: tuple[tuple[KeywordScanner, int, bytes], ...], dense_hits: float): the same\n"
+     "keywords split into tiers in rule order, each a scanner with its rules set, the rules below\n"
+     "which every rule is resolved once it is read, and the rules having its keywords (a\n"
+     "little-endian bitset). route_chat reads tier by tier while the chats it read lately found\n"
+     "dense_hits keywords or more on average."},
     {"route_chat", (PyCFunction)(void (*)(void))Scanner_route_chat, METH_FASTCALL,
      "route_chat(messages, path, model, tags, bounds, prefilters, prefilter) -> int | None:\n"
      "routing/router.py's decide_body for a chat whose contents are strings and whose user text\n"
@@ -459,6 +544,12 @@ static PyMethodDef Scanner_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef Scanner_members[] = {
+    {"hits_mean", T_DOUBLE, offsetof(Scanner, hits_mean), 0,
+     "keywords route_chat found per chat lately (a running mean that jumps up at once)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "laya_desktop.routing._keyscan.KeywordScanner",
@@ -469,6 +560,7 @@ static PyTypeObject ScannerType = {
     .tp_init = (initproc)Scanner_init,
     .tp_dealloc = (destructor)Scanner_dealloc,
     .tp_methods = Scanner_methods,
+    .tp_members = Scanner_members,
 };
 
 static struct PyModuleDef keyscan_module = {

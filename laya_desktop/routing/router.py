@@ -34,7 +34,7 @@ from laya_desktop.routing.strategy import TargetPool
 
 DENSE_HITS = 10.0  # keywords found per text, on average, above which texts are read tier by tier
 _MEAN_WEIGHT = 0.125  # of the latest text in that running mean, when it found fewer
-PREFILTERS_KEPT = 4096  # (path, model, tags, prompt size range) keys, then the lot is dropped
+PREFILTERS_KEPT = 4096  # (path, model, tags, prompt size range) keys kept, the first ones seen
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,11 @@ def _bits(mask: int) -> list[int]:
     return out
 
 
+def _bytes(mask: int) -> bytes:
+    """mask as a little-endian bitset, as keyscan reads rules."""
+    return mask.to_bytes((mask.bit_length() + 7) // 8, "little")
+
+
 def _encode(text_lower: str) -> bytes:
     # surrogatepass: a JSON body may carry lone surrogates; UTF-8 stays self-synchronizing, so
     # a byte-level substring match is still a character-level one
@@ -310,9 +315,9 @@ class Router:
 
     def _one_call_reader(self, preference: str | None):
         """keyscan over all keywords (none, for a config whose rules only read the prompt's size),
-        when its route_chat can decide a chat: no semantic rule needs the text's parts. Each
-        keyword found costs it little, so it reads all keywords at once however many a text
-        holds (the tiers spare hyperscan's calls back into Python)."""
+        when its route_chat can decide a chat: no semantic rule needs the text's parts. Like the
+        Python path it reads all keywords at once while the chats it read lately were sparse in
+        keywords, else tier by tier, keeping its own running mean."""
         if self._semantic_mask or not self._reads_text:
             return None
         if self._tiers:
@@ -325,6 +330,12 @@ class Router:
         else:
             return None
         reader.set_rules([_bits(mask) for mask in masks])
+        if self._whole is not None:
+            for tier in self._tiers:
+                tier.scanner.set_rules([_bits(mask) for mask in tier.pattern_rules])
+            reader.set_tiers(tuple((tier.scanner, tier.resolved.bit_length() if tier.resolved >= 0
+                                    else len(self.rules), _bytes(tier.users))
+                                   for tier in self._tiers), self._dense_hits)
         return reader
 
     @property
@@ -437,11 +448,11 @@ class Router:
         needed = candidates & self._keyword_rules
         if winner:
             needed &= winner - 1  # only keyword rules before it can still win
-        if len(self._prefilters) >= PREFILTERS_KEPT:  # models and tags are the clients' strings
-            self._prefilters.clear()
-        known = self._prefilters[key] = (candidates, winner, needed,
-                                         needed.to_bytes((needed.bit_length() + 7) // 8, "little"),
-                                         winner.bit_length() - 1)
+        known = (candidates, winner, needed, _bytes(needed), winner.bit_length() - 1)
+        # models and tags are the clients' strings: past PREFILTERS_KEPT keys a new one is worked
+        # out each time (dropping the kept ones instead took 0.4 ms at once, for 4,096)
+        if len(self._prefilters) < PREFILTERS_KEPT:
+            self._prefilters[key] = known
         return known
 
     def _select_semantic(self, candidates: int, first: int, user_parts: list[str]) -> Decision | None:
