@@ -149,6 +149,19 @@ def find_app_files() -> str:
     return f"{LICENSE}, {THIRD_PARTY_NOTICES}, {ICON_SVG}"
 
 
+def keyword_scanner() -> str:
+    """The router's keyword scanner here. A bundle must carry keyscan, Laya's C extension (the
+    build it is made from compiled it); from source it is optional (no compiler: hyperscan)."""
+    from laya_desktop.routing.router import make_scanner
+
+    scanner = make_scanner([b"laya"])
+    if scanner.scan(b"hello LAYA") != [0]:
+        raise RuntimeError(f"{scanner.name} did not find a keyword")
+    if getattr(sys, "frozen", False) and scanner.name != "keyscan":
+        raise RuntimeError(f"the bundle lacks laya_desktop.routing._keyscan (the router uses {scanner.name})")
+    return scanner.name
+
+
 def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") -> int:
     started = time.monotonic()
 
@@ -166,6 +179,8 @@ def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") 
             report(step, t0, f": {find_app_files()}")
             step, t0 = "built-in models", time.monotonic()
             report(step, t0, f": {resolve_builtins()}")
+            step, t0 = "keyword scanner", time.monotonic()
+            report(step, t0, f": {keyword_scanner()}")
             step, t0 = "engine start", time.monotonic()
             engine = Engine(config, port, folder / "engine.log")
             engine.wait_healthy(HEALTH_TIMEOUT_S)

@@ -16,7 +16,8 @@ def test_self_test_passes():
     r = subprocess.run([sys.executable, "-m", "laya_desktop", "--self-test"], env=ENV,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    for step in ("app files", "built-in models", "engine start", "chat", "main window"):
+    for step in ("app files", "built-in models", "keyword scanner", "engine start", "chat",
+                 "main window"):
         assert f"self-test: {step} ok" in r.stderr
     assert "self-test passed" in r.stderr
     assert "engine start ok" in r.stderr and " event loop" in r.stderr
