@@ -21,8 +21,7 @@ gives the same decision.
 """
 from __future__ import annotations
 
-import bisect
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 import threading
 from dataclasses import dataclass, field
 
@@ -440,9 +439,9 @@ class Router:
         candidates &= self._model_free | self._model_masks.get(model, 0)
         candidates &= self._path_free | self._path_masks.get(path, 0)
         if self._mins:  # without any, _min_free holds every rule
-            candidates &= self._min_free | self._min_ok[bisect.bisect_right(self._mins, chars)]
+            candidates &= self._min_free | self._min_ok[bisect_right(self._mins, chars)]
         if self._maxs:
-            candidates &= self._max_free | self._max_ok[bisect.bisect_left(self._maxs, chars)]
+            candidates &= self._max_free | self._max_ok[bisect_left(self._maxs, chars)]
         no_keywords = candidates & ~self._keyword_rules
         winner = no_keywords & -no_keywords  # lowest bit: the first such rule
         needed = candidates & self._keyword_rules
