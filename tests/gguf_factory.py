@@ -47,12 +47,15 @@ def _vocab() -> tuple[list[str], list[int]]:
 def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_embd: int = 64,
                     n_head: int = 4, n_head_kv: int = 2, n_ctx_train: int = 2048, seed: int = 0,
                     chat_template: str | list[dict] | None = None,
-                    pooling_type: int | None = None, sliding_window: int | None = None) -> Path:
+                    pooling_type: int | None = None, sliding_window: int | None = None,
+                    weight_type: str = "F32") -> Path:
     """Write the model to `path`. `n_vocab` pads the vocabulary with unused tokens when larger than
     the built-in one (256 bytes + merges + specials). `chat_template` is one template or named
     ones ([{"name": "default" | "tool_use", "template": ...}]); `pooling_type` (a
     gguf.PoolingType) is the embedding pooling the GGUF declares. With `sliding_window` the model
-    is a Gemma 3 instead (llama.cpp's layout: five sliding-window layers, then a global one)."""
+    is a Gemma 3 instead (llama.cpp's layout: five sliding-window layers, then a global one).
+    `weight_type` (a gguf.GGMLQuantizationType name that gguf.quants can write, such as Q4_0)
+    quantizes the layers' matrices; embeddings, output and norms stay F32."""
     path = Path(path)
     tokens, types = _vocab()
     if n_vocab is not None:
@@ -70,6 +73,15 @@ def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_emb
 
     def weight(*shape: int, scale: float = 0.5) -> np.ndarray:
         return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float32)
+
+    qtype = gguf.GGMLQuantizationType[weight_type]
+
+    def add_matrix(name: str, *shape: int) -> None:
+        data = weight(*shape)
+        if qtype == gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
 
     gemma = sliding_window is not None
     writer = gguf.GGUFWriter(str(path), "gemma3" if gemma else "llama")
@@ -110,14 +122,14 @@ def write_tiny_gguf(path, *, n_vocab: int | None = None, n_layer: int = 2, n_emb
     for i in range(n_layer):
         blk = f"blk.{i}"
         writer.add_tensor(f"{blk}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{blk}.attn_q.weight", weight(n_head * head_dim, n_embd))
-        writer.add_tensor(f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{blk}.attn_output.weight", weight(n_embd, n_head * head_dim))
+        add_matrix(f"{blk}.attn_q.weight", n_head * head_dim, n_embd)
+        add_matrix(f"{blk}.attn_k.weight", n_head_kv * head_dim, n_embd)
+        add_matrix(f"{blk}.attn_v.weight", n_head_kv * head_dim, n_embd)
+        add_matrix(f"{blk}.attn_output.weight", n_embd, n_head * head_dim)
         writer.add_tensor(f"{blk}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
-        writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
-        writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+        add_matrix(f"{blk}.ffn_gate.weight", n_ff, n_embd)
+        add_matrix(f"{blk}.ffn_up.weight", n_ff, n_embd)
+        add_matrix(f"{blk}.ffn_down.weight", n_embd, n_ff)
         if gemma:
             for norm, size in (("attn_q_norm", head_dim), ("attn_k_norm", head_dim),
                                ("post_attention_norm", n_embd), ("post_ffw_norm", n_embd)):

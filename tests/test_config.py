@@ -306,7 +306,7 @@ def test_config_to_dict_keeps_only_fields_of_each_backend():
     assert "n_gpu_layers" not in mlx and "kv_cache_type" not in mlx and mlx["path"] == "/models/llama-mlx"
     assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model", "responses"}
     assert llama["embedding"] is False and "embedding" not in mlx and "responses" not in llama
-    assert llama["cpu_repack"] is False and "cpu_repack" not in mlx
+    assert llama["cpu_repack"] is True and "cpu_repack" not in mlx
     assert list(config_to_dict(config)) == ["server", "models", "routes", "scheduler", "memory"]
 
 

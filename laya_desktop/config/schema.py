@@ -53,8 +53,9 @@ class ModelConfig:
     n_threads: int | None = _doc("CPU threads for llama.cpp; null picks a default.", default=None)
     kv_cache_type: str = _doc("KV cache element type: f16 | q8_0 | q4_0.", default="f16")
     cpu_repack: bool = _doc("Repack quantized weights for ggml's CPU kernels, as llama-server does "
-                            "by default: faster batched decoding with 2+ threads, but a greedy "
-                            "answer then depends on how many requests share a step.", default=False)
+                            "by default: a few percent faster, but a greedy answer then depends on "
+                            "how many requests share a step; false keeps it the same under any "
+                            "load.", default=True)
     chat_format: str | None = _doc("Chat template override (a llama-cpp-python chat format name).",
                                    default=None)
     keep_in_memory: bool = _doc("Pinned: never unloaded by the memory guard or the idle TTL.",

@@ -8,6 +8,7 @@ package still supplies the names and block sizes of the tensor types.
 """
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import struct
@@ -29,6 +30,15 @@ _STRING, _ARRAY = 8, 9
 
 class GgufError(ValueError):
     """The file is not a GGUF model file or is damaged."""
+
+
+@dataclass(frozen=True)
+class GgufTensor:
+    name: str
+    type: str                       # tensor type name (Q4_K, F32, ...)
+    shape: tuple[int, ...]          # ne[0], ne[1], ...: ne[0] is the row length
+    offset: int                     # of its data, from the start of the file
+    nbytes: int
 
 
 @dataclass
@@ -58,6 +68,7 @@ class GgufInfo:
     n_ff: int | None
     has_chat_template: bool
     metadata: dict = field(default_factory=dict, repr=False)  # scalars and short arrays
+    tensors: list[GgufTensor] = field(default_factory=list, repr=False)
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -65,7 +76,7 @@ class GgufInfo:
         return sum(h * (self.head_dim_k + self.head_dim_v) for h in self.n_head_kv_per_layer)
 
     def to_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "metadata"}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("metadata", "tensors")}
         d["kv_elements_per_token"] = self.kv_elements_per_token
         return d
 
@@ -210,21 +221,29 @@ def _parse(buf, path: str, size: int) -> GgufInfo:
     parameters = 0
     by_type: Counter = Counter()
     token_embd_bytes, token_embd_type = 0, None
+    table = []
     for _ in range(n_tensors):
         name = cur.string()
         n_dims = cur.unpack("I")
         if n_dims > 8:
             raise GgufError(f"{path}: damaged tensor table ({name!r} has {n_dims} dimensions)")
-        n_elements = 1
-        for _ in range(n_dims):
-            n_elements *= cur.unpack("Q")
+        shape = tuple(cur.unpack("Q") for _ in range(n_dims))
+        n_elements = math.prod(shape)
         ttype = cur.unpack("I")
-        cur.unpack("Q")  # offset
+        offset = cur.unpack("Q")
         parameters += n_elements
         nbytes = _tensor_bytes(ttype, n_elements)
-        by_type[_type_name(ttype)] += nbytes
+        type_name = _type_name(ttype)
+        by_type[type_name] += nbytes
+        table.append((name, type_name, shape, offset, nbytes))
         if name == "token_embd.weight":
-            token_embd_bytes, token_embd_type = nbytes, _type_name(ttype)
+            token_embd_bytes, token_embd_type = nbytes, type_name
+    alignment = meta.get("general.alignment", 32)
+    if not isinstance(alignment, int) or alignment < 1:
+        alignment = 32
+    data_start = (cur.pos + alignment - 1) // alignment * alignment
+    tensors = [GgufTensor(name, type_name, shape, data_start + offset, nbytes)
+               for name, type_name, shape, offset, nbytes in table]
 
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or not arch:
@@ -269,6 +288,7 @@ def _parse(buf, path: str, size: int) -> GgufInfo:
         swa_layers=swa_layers, n_ff=_first_int(n_ff) if n_ff is not None else None,
         has_chat_template=isinstance(meta.get("tokenizer.chat_template"), str),
         metadata={k: v for k, v in meta.items() if not isinstance(v, _LongArray)},
+        tensors=tensors,
     )
 
 

@@ -26,7 +26,9 @@ from laya_desktop.runners.builtin import resolve_model_path
 from laya_desktop.runners.chat_templates import normalize_messages, select_format
 from laya_desktop.runners.contract import Accepted, accept
 from laya_desktop.runners.llama_sampling import greedy_token, logprob_entry, make_sampler
+from laya_desktop.runners.gguf_info import GgufError, read_gguf_info
 from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
+from laya_desktop.runners.repacked_weights import release_file_pages, repacked_tensors
 from laya_desktop.runners.sliding_window import SlidingWindows
 from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
 from laya_desktop.runners.thread_governor import ThreadGovernor
@@ -136,12 +138,15 @@ class LlamaCppBackend:
         L.llama_backend_init()
         mparams = L.llama_model_default_params()
         mparams.n_gpu_layers = int(spec.get("n_gpu_layers") or 0)
-        # ggml's repacked CPU kernels decode batches faster on 2+ threads but make a row's
-        # result depend on how many rows share its matmul: greedy output changes with the load.
-        mparams.use_extra_bufts = bool(spec.get("cpu_repack", False))
+        # ggml's repacked CPU kernels (llama-server's default) decode a few percent faster, but
+        # make a row's result depend on how many rows share its matmul: a greedy answer can
+        # change with the load. cpu_repack: false keeps it batch-invariant.
+        self.cpu_repack = bool(spec.get("cpu_repack", True))
+        mparams.use_extra_bufts = self.cpu_repack
         self.model = L.llama_model_load_from_file(self.path.encode(), mparams)
         if not self.model:
             raise RuntimeError(self._failure(f"cannot load {self.path}"))
+        self.repacked_pages_released = self._release_repacked_originals() if self.cpu_repack else 0
         self.vocab = L.llama_model_get_vocab(self.model)
         self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
         self.architecture = self._meta("general.architecture") or "unknown"
@@ -201,6 +206,19 @@ class LlamaCppBackend:
         self.waiting: collections.deque[Request] = collections.deque()
         self._rate: collections.deque[tuple[float, int, float]] = collections.deque()
         self._totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+
+    def _release_repacked_originals(self) -> int:
+        """Give back the mapped pages of the weights llama.cpp copied into its repacked buffer
+        (runners/repacked_weights.py), so that the runner's memory counts them once."""
+        try:
+            tensors = repacked_tensors(read_gguf_info(self.path))
+        except (GgufError, OSError):
+            return 0
+        released = release_file_pages(self.path, tensors)
+        if released:
+            log.info("gave back %.1f MiB of mapped weights that llama.cpp repacked",
+                     released / (1 << 20))
+        return released
 
     def _batch_size(self) -> int:
         return max(N_BATCH, self.parallel)

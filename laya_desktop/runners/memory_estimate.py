@@ -4,9 +4,11 @@ an MLX folder from its weights and config.json (`estimate_model_bytes`, what the
 The estimate is what the runner process will hold once loaded and serving, in the currency the
 memory policy uses (private memory + the mapped weights it needs):
 
-- weights: the tensor data, memory-mapped (page cache), plus the copy a CPU build keeps of
-  tensors it repacks for faster kernels (Q4_0, Q4_K, IQ4_NL on x86-64 / ARM; Gemma 3 270M: 12.7
-  MiB). Layers offloaded to a GPU move to VRAM (the input embeddings always stay in RAM).
+- weights: the tensor data, memory-mapped (page cache). With `cpu_repack` the tensors ggml
+  repacks for faster kernels (runners/repacked_weights.py: Q4_0, Q4_K, IQ4_NL on x86-64 with
+  AVX2; Gemma 3 270M: 12.7 MiB) are copied into the process's own memory; on Linux the runner
+  gives back the mapped originals, so the copy replaces them, elsewhere it comes on top. Layers
+  offloaded to a GPU move to VRAM (the input embeddings always stay in RAM).
 - KV cache: bytes per token = sum over layers of n_head_kv x (head_dim_k + head_dim_v) x element
   size (f16 2 bytes, q8_0 34/32, q4_0 18/32), times n_ctx x parallel cells (llama.cpp pads each
   sequence's share to 256 cells). Sliding-window layers (Gemma 2/3, Cohere 2) hold only
@@ -30,7 +32,7 @@ memory policy uses (private memory + the mapped weights it needs):
   measured between vocabularies of 280 and 262k tokens).
 
 Calibration on Gemma 3 270M Q4_K_M (Linux x86-64, CPU, llama-cpp-python 0.3.36): n_ctx 1024 x 4
-estimates 426 MiB; a fresh process with llama.cpp configured as the runner does it measured
+estimates 414 MiB (426 while repacked copies were counted on top); a fresh process with llama.cpp configured as the runner does it measured
 370 MiB RSS after a warm-up completion (330 MiB of it grown across the load). tests/test_memory_estimate.py re-measures this.
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pathlib import Path
 
 from laya_desktop.runners.builtin import resolve_model_path
 from laya_desktop.runners.gguf_info import GgufError, GgufInfo, read_gguf_info
+from laya_desktop.runners.repacked_weights import ORIGINALS_GIVEN_BACK, repacked_tensors
 from laya_desktop.runners.swa_layout import window_cells
 
 MIB = 1 << 20
@@ -51,12 +54,11 @@ CONTEXT_FIXED_BYTES = 8 * MIB     # llama.cpp model + context bookkeeping, graph
 VOCAB_BYTES_PER_TOKEN = 200
 N_UBATCH = 512                    # the runner's micro-batch (llama_cpp_backend.N_BATCH)
 KV_PAD = 256                      # llama.cpp pads each sequence's cells to this
-CPU_REPACK_TYPES = ("Q4_0", "Q4_K", "IQ4_NL")
 
 
 @dataclass
 class MemoryEstimate:
-    weights_bytes: int          # in RAM: mapped tensor data (+ CPU repack copies)
+    weights_bytes: int          # in RAM: mapped tensor data (+ repacked copies where kept beside)
     kv_bytes: int               # in RAM
     kv_bytes_per_token: int     # all layers at full size, at this kv_cache_type
     compute_bytes: int          # resident part of the compute and output buffers, in RAM
@@ -110,7 +112,7 @@ def _pad(n: int, to: int) -> int:
 
 def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: str = "f16",
                     n_gpu_layers: int = 0, *, swa_full: bool = False, flash_attn: bool = True,
-                    n_ubatch: int = N_UBATCH) -> MemoryEstimate:
+                    n_ubatch: int = N_UBATCH, cpu_repack: bool = True) -> MemoryEstimate:
     """Memory a runner needs for `info` with `n_ctx` tokens per sequence and `parallel` sequences."""
     if n_ctx < 1 or parallel < 1:
         raise ValueError("n_ctx and parallel must be at least 1")
@@ -145,12 +147,12 @@ def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: st
     frac = gpu_layers / n_layer
     all_on_gpu = gpu_layers >= info.n_layer and info.n_layer > 0
 
-    repack = sum(b for t, b in info.tensor_types.items() if t in CPU_REPACK_TYPES)
-    if info.token_embd_type in CPU_REPACK_TYPES:
-        repack -= info.token_embd_bytes  # read with get_rows, never repacked
+    repacked = repacked_tensors(info) if cpu_repack else []
+    repack = sum(t.nbytes for t in repacked)
     offloadable = info.tensor_bytes - info.token_embd_bytes
     weights_vram = int(offloadable * frac)
-    weights_ram = info.tensor_bytes - weights_vram + int(repack * (1 - frac))
+    copy_on_top = 0 if ORIGINALS_GIVEN_BACK else int(repack * (1 - frac))
+    weights_ram = info.tensor_bytes - weights_vram + copy_on_top
     kv_total = int(sum(kv_layer_total))
     gpu_kv_layers = range(info.n_layer - gpu_layers, info.n_layer)  # llama.cpp offloads the last layers
     kv_vram = int(sum(kv_layer_total[i] for i in gpu_kv_layers if i < len(kv_layer_total)))
@@ -174,8 +176,10 @@ def estimate_memory(info: GgufInfo, n_ctx: int, parallel: int, kv_cache_type: st
 
     overhead = RUNTIME_BYTES + CONTEXT_FIXED_BYTES + VOCAB_BYTES_PER_TOKEN * info.n_vocab
     if repack and frac < 1:
-        notes.append(f"CPU builds keep a repacked copy of {repack / MIB:.1f} MiB of "
-                     f"{'/'.join(t for t in CPU_REPACK_TYPES if t in info.tensor_types)} weights")
+        types = "/".join(sorted({t.type for t in repacked}))
+        notes.append(f"cpu_repack copies {repack / MIB:.1f} MiB of {types} weights into the "
+                     + ("runner's memory, which gives back their mapped originals" if ORIGINALS_GIVEN_BACK
+                        else "runner's memory, beside their mapped originals"))
     notes.append(f"llama.cpp reserves a {reserved / MIB:.0f} MiB compute buffer; only the touched "
                  f"part ({compute / MIB:.0f} MiB estimated) becomes resident")
 
@@ -202,7 +206,7 @@ def estimate_model_bytes(model) -> tuple[int, int] | None:
         except (GgufError, OSError, ValueError):
             return None
         est = estimate_memory(info, model.n_ctx, model.effective_parallel, model.kv_cache_type,
-                              model.n_gpu_layers)
+                              model.n_gpu_layers, cpu_repack=model.cpu_repack)
         return est.total_bytes, est.vram_bytes
     if model.backend == "mlx":
         return _estimate_mlx(Path(path), model.n_ctx * model.effective_parallel), 0

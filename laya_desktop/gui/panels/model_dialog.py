@@ -113,7 +113,7 @@ class ModelDialog(QDialog):
             form.addRow(self.tr("KV cache type"), self.kv_type)
             self.repack = QCheckBox(self.tr("repack weights for the CPU (faster batches; a greedy "
                                             "answer then depends on the load)"))
-            self.repack.setChecked(bool(e.get("cpu_repack", False)))
+            self.repack.setChecked(bool(e.get("cpu_repack", True)))
             form.addRow("", self.repack)
         form.addRow("", _button(self.tr("Inspect"), self.inspect))
         form.addRow(self.tr("Idle TTL (s, 0 never)"), self.idle_ttl)
