@@ -18,7 +18,6 @@ page fault, never a wrong result.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 import sys
@@ -105,7 +104,7 @@ def release_file_pages(path: str, tensors: list[GgufTensor]) -> int:
     mapping given back (0 where the platform has no /proc/self/maps or madvise)."""
     if not tensors or not ORIGINALS_GIVEN_BACK:
         return 0
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc = ctypes.CDLL(None)   # the process's own symbols, libc's among them
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     page = os.sysconf("SC_PAGE_SIZE")
     released = 0
