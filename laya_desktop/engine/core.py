@@ -13,6 +13,7 @@ from pathlib import Path
 from laya_desktop.config.schema import Config
 from laya_desktop.config.store import config_to_dict, load_config, save_config_atomic
 from laya_desktop.config.validate import validate_config
+from laya_desktop.engine.config_watch import EditSettler, file_stamp
 from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.remote import make_client
 from laya_desktop.engine.response_store import ResponseStore
@@ -25,7 +26,7 @@ from laya_desktop.telemetry.events import EventLog, RequestLog
 
 log = logging.getLogger("laya.engine")
 
-CONFIG_POLL_S = 1.0
+CONFIG_POLL_S = 0.5
 
 
 class ConfigRefused(Exception):
@@ -113,31 +114,32 @@ class Engine:
         return config_to_dict(self.config)
 
     def _stamp(self):
-        if self.config_path is None:
-            return None
-        try:
-            st = self.config_path.stat()
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+        return file_stamp(self.config_path)
 
     async def _watch_config_file(self) -> None:
-        """Apply hand edits of models.yaml; a broken edit keeps the running config."""
+        """Apply hand edits of models.yaml once they are whole (config_watch); a broken edit
+        keeps the running config."""
+        settler = EditSettler()
         while True:
             await asyncio.sleep(CONFIG_POLL_S)
             stamp = self._stamp()
-            if stamp is None or stamp == self._config_stamp:
+            if not settler.ready(stamp, self._config_stamp, time.monotonic()):
                 continue
-            self._config_stamp = stamp
             try:
                 config = await asyncio.to_thread(load_config, self.config_path)
             except Exception as exc:  # ConfigInvalid or an unreadable file
+                if self._stamp() != stamp:
+                    continue   # written again while it was read: wait for that edit to settle
+                self._config_stamp = stamp
                 errors = getattr(exc, "errors", None) or [str(exc)]
                 reason = "; ".join(str(e) for e in errors)
                 log.warning("models.yaml changed but was refused, keeping the running config: %s",
                             reason)
                 self.events.record("config_rejected", reason=reason)
                 continue
+            if self._stamp() != stamp:
+                continue
+            self._config_stamp = stamp
             async with self._apply_lock:
                 # compared under the lock: a PUT that is saving this very file may be under way
                 if config == self.config:

@@ -19,6 +19,7 @@ STARTING, UP, DOWN = "starting", "up", "down"
 class EngineController(QObject):
     state_changed = Signal(str)     # starting | up | down
     message = Signal(str)           # human-readable news for the status bar
+    child_died = Signal(str)        # the engine we started exited on its own: its log's tail
 
     def __init__(self, pool: WorkerPool, config_path: str, host: str, port: int,
                  api_key: str | None = None, parent: QObject | None = None) -> None:
@@ -35,6 +36,7 @@ class EngineController(QObject):
         self._watch.setInterval(2000)
         self._watch.timeout.connect(self._check_alive)
         self._probe_in_flight = False
+        self._death_told = False
 
     # --- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -53,6 +55,7 @@ class EngineController(QObject):
 
     def _on_started(self, how: str) -> None:
         self.owns_child = how == "spawned"
+        self._death_told = False
         text = self.tr("started engine at {address}") if self.owns_child \
             else self.tr("attached to engine at {address}")
         self.message.emit(text.format(address=self.address))
@@ -78,6 +81,10 @@ class EngineController(QObject):
         new = UP if ok else DOWN
         if new != self.state:
             self._set_state(new)
+        if not ok and self.owns_child and not self._death_told and not self.process.running():
+            # told once: the offer to restart it stands until the user answers
+            self._death_told = True
+            self.child_died.emit(self.process.log_tail(2000))
 
     # --- restart and stop ----------------------------------------------------------------------
     def restart(self) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QTimer, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices
-from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QTabWidget
 
 from laya_desktop.gui import translations
 from laya_desktop.gui.about_dialog import AboutDialog, app_icon
@@ -45,6 +45,8 @@ class MainWindow(QMainWindow):
         self._start_when_built = False
         self.workers_ended = True
         self.engine.state_changed.connect(self._on_engine_state)
+        self.engine.child_died.connect(self._offer_restart)
+        self.restart_offer: QMessageBox | None = None
         self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.poller.samples.connect(self._on_samples)
@@ -163,6 +165,24 @@ class MainWindow(QMainWindow):
         else:
             self.poller.stop()
             self.panels["requests"].stop()
+
+    def _offer_restart(self, log_tail: str) -> None:
+        """The engine this window started has died (a crash, a kill, the OOM killer): say so and
+        offer to start it again; modeless, so the window stays usable until the user answers."""
+        if self._closed:
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, self.tr("Engine stopped"),
+                          self.tr("The engine that Laya Desktop started has stopped unexpectedly. "
+                                  "Start it again?"), QMessageBox.StandardButton.NoButton, self)
+        restart = box.addButton(self.tr("Restart engine"), QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(self.tr("Not now"), QMessageBox.ButtonRole.RejectRole)
+        if log_tail.strip():
+            box.setDetailedText(log_tail)
+        restart.clicked.connect(self.engine.restart)
+        box.finished.connect(lambda _: setattr(self, "restart_offer", None))
+        self.restart_offer = box
+        box.setModal(False)
+        box.show()
 
     def _on_models(self, rows: list[dict]) -> None:
         loaded = sum(1 for r in rows if r.get("state") in LOADED_STATES)

@@ -493,6 +493,22 @@
 <context>
     <name>MainWindow</name>
     <message>
+        <source>Engine stopped</source>
+        <translation>引擎已停止</translation>
+    </message>
+    <message>
+        <source>The engine that Laya Desktop started has stopped unexpectedly. Start it again?</source>
+        <translation>Laya Desktop 启动的引擎意外停止。要重新启动它吗？</translation>
+    </message>
+    <message>
+        <source>Restart engine</source>
+        <translation>重启引擎</translation>
+    </message>
+    <message>
+        <source>Not now</source>
+        <translation>暂不</translation>
+    </message>
+    <message>
         <source>Laya Desktop — {path}</source>
         <translation>Laya Desktop — {path}</translation>
     </message>
