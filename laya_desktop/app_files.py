@@ -2,7 +2,8 @@
 
 A source checkout has them at the repository root; a PyInstaller bundle at its data root
 (sys._MEIPASS); a wheel install has the two licence files in its dist-info and no resources/, and
-callers show what they can without.
+callers show what they can without. Also the user's folders for derived files (cache) and for
+a running engine's own files (runtime).
 """
 from __future__ import annotations
 
@@ -58,3 +59,26 @@ def cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "laya-desktop"
+
+
+def runtime_dir() -> Path:
+    """The user's own folder for files of a running engine (its app token): XDG_RUNTIME_DIR
+    (per-user, 0700, cleared at logout) where there is one, else the user's state folder."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "Laya" / "run"
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
+        return Path(local) / "Laya" / "run"
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+        return Path(runtime) / "laya"
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "laya" / "run"
+
+
+def prompt_cache_dir() -> Path:
+    """The folder of the models' saved prompt states (runners/prompt_cache.py), one subfolder
+    per model; LAYA_PROMPT_CACHE_DIR puts it elsewhere (a larger disk, or a test's tmp folder)."""
+    override = os.environ.get("LAYA_PROMPT_CACHE_DIR", "")
+    return Path(override) if override else cache_dir() / "prompt-cache"

@@ -7,6 +7,7 @@ greedy decode rarely ends early on EOS.
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import gguf
@@ -146,4 +147,23 @@ def write_corrupt_gguf(path) -> Path:
     """A file that starts like a GGUF and then breaks off."""
     path = Path(path)
     path.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\x05\x00\x00\x00" + b"\xff" * 13)
+    return path
+
+
+def write_nested_gguf(path, depth: int = 20_000, **tiny) -> Path:
+    """The tiny model with one more metadata value: an array of arrays `depth` levels deep
+    (a hostile header; llama.cpp itself takes no nested arrays). The pair goes first, padded to
+    the file's 32-byte alignment, so the tensor data stays where its offsets say."""
+    path = Path(path)
+    write_tiny_gguf(path, **tiny)
+    data = path.read_bytes()
+    assert data[:4] == b"GGUF"
+    value = struct.pack("<IQ", 9, 1) * (depth - 1) + struct.pack("<IQI", 4, 1, 7)
+    key = b"laya.test.nested"
+    size = 8 + len(key) + 4 + len(value)
+    key += b"_" * (-size % 32)
+    pair = struct.pack("<Q", len(key)) + key + struct.pack("<I", 9) + value
+    assert len(pair) % 32 == 0
+    n_kv = struct.unpack_from("<Q", data, 16)[0]
+    path.write_bytes(data[:16] + struct.pack("<Q", n_kv + 1) + pair + data[24:])
     return path

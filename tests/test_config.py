@@ -30,7 +30,7 @@ def base() -> dict:
              "parallel": 4, "n_gpu_layers": 0, "kv_cache_type": "f16", "warmup": False},
             {"name": "mlxm", "backend": "mlx", "path": "/models/llama-mlx", "n_ctx": 8192},
             {"name": "cloud", "backend": "openai", "base_url": "https://api.example.com/v1",
-             "api_key_env": "CLOUD_KEY", "remote_model": "big"},
+             "api_key_env": "LAYA_CLOUD_KEY", "remote_model": "big"},
         ],
         "routes": [
             {"name": "code", "match": {"tags": ["code"]}, "target": "gemma", "fallback": ["cloud"]},
@@ -90,7 +90,7 @@ ERROR_CASES = [
     ({"server.host": ""}, "server.host", "expected a non-empty string, got ''"),
     ({"server.host": "0.0.0.0"}, "server.api_key", "required when server.host ('0.0.0.0') is not loopback"),
     ({"server.host": "192.168.1.5"}, "server.api_key", "not loopback"),
-    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins, route_log_size)"),
+    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins, allowed_hosts, allowed_key_envs, route_log_size)"),
     # models: types, ranges, choices
     ({"models[0].backend": "warp-drive"}, "models[0].backend",
      "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"),

@@ -240,10 +240,10 @@ def test_remote_key_is_not_echoed_in_errors(tmp_path, tiny_gguf):
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingUpstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     config = _config(tiny_gguf)
-    config["models"].append({"name": "cloud", "backend": "openai", "api_key_env": "CLOUD_KEY",
+    config["models"].append({"name": "cloud", "backend": "openai", "api_key_env": "LAYA_CLOUD_KEY",
                              "base_url": f"http://127.0.0.1:{upstream.server_port}/v1"})
     try:
-        with running_engine(config, tmp_path, env={"CLOUD_KEY": REMOTE_KEY}) as eng, \
+        with running_engine(config, tmp_path, env={"LAYA_CLOUD_KEY": REMOTE_KEY}) as eng, \
                 eng.client(timeout=60) as c:
             r = c.post("/v1/chat/completions", json={"model": "cloud", "messages": USER})
             streamed = c.post("/v1/chat/completions",

@@ -1,5 +1,6 @@
 """engine/http_server.py: uvicorn's httptools protocol with what an answer writes in one loop turn
-sent as one write, and uvicorn's server ticking once a second.
+sent as one write, uvicorn's server ticking once a second, and the bounds' answers (503, 431, 408)
+on both event loops (the engine process's own checks are in test_socket_limits.py).
 A real uvicorn server on loopback; the socket transport's writes are recorded as they happen."""
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import threading
 import time
 
 import httpx
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from engine_harness import free_port
-from laya_desktop.engine.http_server import TICK_S, EngineHttpProtocol, EngineServer
+from laya_desktop.engine.http_server import TICK_S, Bounds, EngineHttpProtocol, EngineServer
 
 WRITES: list[bytes] = []
 
@@ -136,3 +138,62 @@ def test_the_idle_server_ticks_once_a_second_and_stops_at_once():
         ticks = CountingServer.ticks
     assert 2 <= ticks <= 3   # uvicorn's own loop ticks 10 times a second
     assert stopped[0] < 0.5 * TICK_S   # woken by should_exit, not by the next tick
+
+
+# --- bounds (issue 29): the paths that swap the connection's protocol, on both loops ----------
+
+@contextlib.contextmanager
+def bounded_server(loop: str, bounds):
+    app = Starlette(routes=[Route("/whole", whole), Route("/stream", stream)])
+    port = free_port()
+    running = EngineServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                          lifespan="off", loop=loop,
+                                          http=EngineHttpProtocol.bounded(bounds)))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not running.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_refusal_answers_then_drains_on_either_loop(loop):
+    bounds = Bounds(max_connections=1, header_s=0.5)
+    with bounded_server(loop, bounds) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as held:
+            held.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")  # busy
+            assert held.recv(65536).startswith(b"HTTP/1.1 200 OK")
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
+                extra.sendall(b"GET /whole HTTP/1.1\r\nHost: x\r\n\r\n")
+                refused = _until_closed(extra)
+            assert refused.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1\r\n" in refused
+            assert b"0\r\n\r\n" in _until_closed(held)   # the stream was not cut
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as big:
+            big.sendall(b"GET /whole HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000)
+            assert _until_closed(big).startswith(b"HTTP/1.1 431 ")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+            slow.sendall(b"GET /whole HTTP/1.1\r\n")
+            started = time.monotonic()
+            assert _until_closed(slow).startswith(b"HTTP/1.1 408 ")
+            assert 0.5 <= time.monotonic() - started < 1.5
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            assert client.get("/whole").status_code == 200
+
+
+def test_the_bounds_scale_their_timeouts_only():
+    scaled = Bounds(max_connections=7).scaled(0.05)
+    assert (scaled.idle_s, scaled.header_s, scaled.body_stall_s) == (3, 3, 3)
+    assert scaled.max_connections == 7 and scaled.max_head_bytes == Bounds().max_head_bytes
+    assert scaled.sweep_s == pytest.approx(0.3) and Bounds().sweep_s == 1

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from laya_desktop.telemetry.events import EVENT_KINDS, REQUEST_FIELDS, EventLog, RequestLog
+from laya_desktop.telemetry.events import REQUEST_FIELDS, EventKind, EventLog, RequestLog
 from laya_desktop.telemetry.gpu import GpuSampler
 from laya_desktop.telemetry.model_sample import ModelSample, ModelState
 from laya_desktop.telemetry.prometheus import EngineMetrics
@@ -99,7 +99,7 @@ def test_event_log_records_and_numbers():
     assert seq == 2 and items == [e2]
     assert log.totals == {"model_loaded": 1, "emergency_unload": 1}
     json.dumps(items)  # JSON-ready
-    assert {"model_loading", "idle_unload", "load_refused", "runner_crashed", "config_applied"} <= set(EVENT_KINDS)
+    assert {"model_loading", "idle_unload", "load_refused", "runner_crashed", "config_applied"} <= set(EventKind)
 
 
 def test_event_listener_failure_does_not_break_recording(caplog):

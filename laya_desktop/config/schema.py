@@ -28,10 +28,30 @@ class ServerConfig:
     admin_api_key: str | None = _doc("When set, /admin/* and /metrics need this key instead of "
                                      "api_key (which then opens only the model APIs).", default=None)
     max_body_mb: float = _doc("Largest request body in MiB; a bigger one gets a 413.", default=32)
-    cors_origins: list[str] = _doc("Browser origins allowed by CORS ('*' for any); empty: CORS "
-                                   "stays closed.", default_factory=list)
+    cors_origins: list[str] = _doc("Browser origins (https://host:port) whose pages may call the "
+                                   "engine and read its answers (CORS), besides pages on loopback, "
+                                   "which may call but not read; '*' for any. Other origins get 403.",
+                                   default_factory=list)
+    allowed_hosts: list[str] = _doc("Host names clients may reach the engine by, besides IP "
+                                    "addresses, localhost and *.localhost (e.g. the machine's LAN "
+                                    "name; '.example.lan' takes its subdomains too, '*' any). "
+                                    "Another Host gets 421 (DNS rebinding).", default_factory=list)
+    allowed_key_envs: list[str] = _doc("Environment variables that models[].api_key_env may name "
+                                       "besides the well-known provider keys (OPENAI_API_KEY...) "
+                                       "and LAYA_*.", default_factory=list)
     route_log_size: int = _doc("Recent requests whose routing inputs (user text, tags, model, "
                                "path) are kept for the what-if replay; 0 keeps none.", default=1000)
+
+
+@dataclass
+class PromptCacheConfig:
+    """Budgets of a model's prompt cache (runners/prompt_cache.py). 1 GiB of RAM holds an agent
+    session's prompt state or two for a small model (about 270 MiB for 12k tokens of SmolLM2
+    135M at f16, 700 MiB for a 7B); 4 GiB of disk keeps a working day's sessions of it."""
+    ram_mb: int = _doc("MiB of the runner's RAM for saved prompt states; 0 keeps none in RAM.",
+                       default=1024)
+    disk_mb: int = _doc("MiB of disk (the user's cache folder) for saved prompt states, which "
+                        "outlive an unload and an engine restart; 0 writes none.", default=4096)
 
 
 @dataclass
@@ -70,6 +90,11 @@ class ModelConfig:
                           "request's own value wins.", default_factory=dict)
     responses: bool = _doc("The OpenAI-compatible upstream also has the Responses API: Responses "
                            "requests pass through natively.", default=False)
+    prompt_cache: PromptCacheConfig = _doc(
+        "Prompt KV states kept beyond the slots, so that a long prompt read once (an agent's tools "
+        "and instructions) is restored instead of read again, after an unload or an engine "
+        "restart too: {ram_mb, disk_mb}; both 0 turns it off.",
+        default_factory=PromptCacheConfig)
 
     @property
     def is_local(self) -> bool:
@@ -97,8 +122,10 @@ class SemanticMatch:
     negatives: list[str] = _doc("Prompts that look alike but belong elsewhere: the condition fails "
                                 "when one of them is nearer than every example.",
                                 default_factory=list)
-    threshold: float = _doc("Cosine similarity (all-MiniLM-L6-v2) to the nearest example needed, "
-                            "between 0 and 1.", default=0.5)
+    threshold: float | None = _doc("Cosine similarity (all-MiniLM-L6-v2) to the nearest example "
+                                   "needed, between 0 and 1; null (auto): the score that only 1 % "
+                                   "of the built-in background corpus reaches against this "
+                                   "rule's examples.", default=None)
     top_k: int = _doc("The score is the mean similarity of this many nearest examples (1: the "
                       "nearest only); negatives and other routes are scored alike.", default=1)
     margin: float = _doc("How much the score must beat the negatives' score (scored alike), "

@@ -13,7 +13,7 @@ import yaml
 
 from laya_desktop.config import yaml12
 from laya_desktop.config.schema import (
-    Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, ServerConfig,
+    Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, SemanticMatch, ServerConfig,
 )
 from laya_desktop.config.validate import ConfigError, model_keys_for, validate_config
 
@@ -163,6 +163,8 @@ def config_defaults() -> dict[str, Any]:
     for required in ("name", "backend", "target"):
         model.pop(required, None)
         route.pop(required, None)
+    # a semantic condition's settings left out of the file stay out when it is saved
+    route["match"]["semantic"] = dataclasses.asdict(SemanticMatch())
     return {
         "server": dataclasses.asdict(ServerConfig()),
         "models": EachItem(model),
@@ -183,6 +185,25 @@ def save_config_atomic(config_or_dict: Config | dict, path: str | os.PathLike) -
     _write_atomic(updated if updated is not None else dump_config_text(data), path)
 
 
+def _as_the_file_spells_it(data: dict, old_text: str) -> dict:
+    """`data` without the `target` that config_to_dict spells out beside `targets` (the first
+    one), for each rule the file gives by its `targets` alone: the save must not add it."""
+    try:
+        old = yaml12.safe_load(old_text)
+    except yaml.YAMLError:
+        return data
+    routes = old.get("routes") if isinstance(old, dict) else None
+    implied = {r.get("name") for r in routes or [] if isinstance(r, dict)
+               and "targets" in r and "target" not in r}
+    if not implied:
+        return data
+    out = dict(data)
+    out["routes"] = [{k: v for k, v in r.items() if k != "target"}
+                     if r.get("name") in implied and r.get("targets") else r
+                     for r in data.get("routes", [])]
+    return out
+
+
 def _updated_text(data: dict, path: Path) -> str | None:
     """The file at `path` changed to hold `data`; None when there is no such file to keep (missing,
     unreadable, not a YAML mapping) or `data` is not a valid config."""
@@ -193,7 +214,7 @@ def _updated_text(data: dict, path: Path) -> str | None:
         old = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    text = update_yaml_text(old, data, config_defaults())
+    text = update_yaml_text(old, _as_the_file_spells_it(data, old), config_defaults())
     # A wrong file is worse than a file without comments: never write one that reads differently.
     if text is None or parse_config_text(text)[0] != expected:
         return None

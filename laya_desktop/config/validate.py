@@ -6,13 +6,16 @@ user fixing a file by hand should see the whole list at once (llama-swap does th
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from laya_desktop.config.app_token import ENV as APP_TOKEN_ENV
 from laya_desktop.config.sampling import KNOBS
 from laya_desktop.config.schema import (
-    BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, RouteConfig,
-    SEMANTIC_SCORINGS, STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig, ServerConfig,
+    BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, PromptCacheConfig,
+    RouteConfig, SEMANTIC_SCORINGS, STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig,
+    ServerConfig,
 )
 
 TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
@@ -95,11 +98,39 @@ def _origins(values: list[str]) -> str | None:
     return None
 
 
+def _host_names(values: list[str]) -> str | None:
+    for value in values:
+        name = value.removeprefix(".")
+        if value != "*" and not _HOST_NAME.fullmatch(name):
+            return f"expected host names like laya.lan or .example.lan (no scheme, port or path), " \
+                   f"got {_show(value)}"
+    return None
+
+
+def _env_names(values: list[str]) -> str | None:
+    for value in values:
+        if not _ENV_NAME.fullmatch(value):
+            return f"expected environment variable names like MY_API_KEY, got {_show(value)}"
+    return None
+
+
 def _url(value: str) -> str | None:
     if value.startswith(("http://", "https://")):
         return None
     return f"expected an http:// or https:// URL, got {_show(value)}"
 
+
+# labels as in RFC 1123, and underscores, which container and compose service names use
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*",
+                        re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables a remote's api_key_env may name without the user listing them: NAME_API_KEY, the
+# convention of every provider (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, …) and of
+# DESIGN.md's CLOUD_API_KEY, and the app's own LAYA_*. Any other variable could be a secret of
+# another kind (a cloud credential, a repository token, a database URL) that a shared or
+# injected config would send to its base_url.
+KEY_ENV_PREFIX = "LAYA_"
+KEY_ENV_SUFFIX = "_API_KEY"
 
 SERVER_FIELDS = {
     "host": _Field("str"),
@@ -108,6 +139,8 @@ SERVER_FIELDS = {
     "admin_api_key": _Field("str", nullable=True),
     "max_body_mb": _Field("number", check=_above_zero_up_to(4096)),
     "cors_origins": _Field("str_list", check=_origins),
+    "allowed_hosts": _Field("str_list", check=_host_names),
+    "allowed_key_envs": _Field("str_list", check=_env_names),
     "route_log_size": _Field("int", check=_between(0, 100_000)),
 }
 SCHEDULER_FIELDS = {
@@ -147,6 +180,11 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "warmup": (_Field("bool"), LOCAL_BACKENDS),
     "embedding": (_Field("bool"), _LLAMA),
     "sampling": (_Field("mapping"), LOCAL_BACKENDS),
+    "prompt_cache": (_Field("mapping"), LOCAL_BACKENDS),
+}
+PROMPT_CACHE_FIELDS = {
+    "ram_mb": _Field("int", check=_between(0, 1 << 20)),
+    "disk_mb": _Field("int", check=_between(0, 1 << 24)),
 }
 MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _REMOTE}
 
@@ -219,7 +257,12 @@ def _model(report: _Report, raw: Any, path: str) -> dict:
             report.add(f"{path}.{key}", f"'{key}' does not apply to backend '{known}' "
                                         f"(applies to: {', '.join(applies)})")
         elif report.value_ok(f"{path}.{key}", value, spec):
-            values[key] = _sampling(report, value, f"{path}.{key}", known) if key == "sampling" else value
+            if key == "sampling":
+                value = _sampling(report, value, f"{path}.{key}", known)
+            elif key == "prompt_cache":
+                value = PromptCacheConfig(**_section(report, value, f"{path}.{key}",
+                                                     PROMPT_CACHE_FIELDS))
+            values[key] = value
     for key, applies in MODEL_REQUIRED.items():
         if key in raw:
             continue
@@ -294,6 +337,8 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
         if key not in SEMANTIC_KEYS:
             report.unknown_key(path, key, SEMANTIC_KEYS)
             ok = False
+        elif key == "threshold" and value in (None, "auto"):
+            values[key] = None  # calibrated on the background corpus (semantic_background.py)
         elif key in ("threshold", "margin", "min_probability"):
             ok = report.value_ok(sub, value, _Field("number", check=_between(0, 1))) and ok
             values[key] = value
@@ -316,7 +361,7 @@ def _semantic(report: _Report, raw: Any, path: str) -> SemanticMatch | None:
     if not ok:
         return None
     for key in ("threshold", "margin", "min_probability"):
-        if key in values:
+        if values.get(key) is not None:
             values[key] = float(values[key])
     return SemanticMatch(**values)
 
@@ -472,6 +517,27 @@ def _check_rule_sampling(report: _Report, i: int, route: dict, backends: dict) -
                 break
 
 
+def key_env_allowed(name: str, listed: list[str] | tuple[str, ...] = ()) -> bool:
+    if name == APP_TOKEN_ENV:
+        return False  # the engine's own proof of who calls it, never a remote's key
+    return name.startswith(KEY_ENV_PREFIX) or name.endswith(KEY_ENV_SUFFIX) or name in listed
+
+
+def _check_key_envs(report: _Report, models: list[dict], listed: list[str]) -> None:
+    for i, model in enumerate(models):
+        name = model.get("api_key_env")
+        if name is None:
+            continue
+        if not _ENV_NAME.fullmatch(name):
+            report.add(f"models[{i}].api_key_env",
+                       f"expected an environment variable name like OPENAI_API_KEY, got {_show(name)}")
+        elif not key_env_allowed(name, listed):
+            report.add(f"models[{i}].api_key_env",
+                       f"{name!r} is not an API key variable: name one such as "
+                       f"OPENAI_API_KEY (any NAME_API_KEY), a LAYA_* variable, or list "
+                       f"{name!r} in server.allowed_key_envs")
+
+
 def _is_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True
@@ -523,6 +589,7 @@ def validate_config(raw: Any) -> tuple[Config | None, list[ConfigError]]:
     if model_names:  # without a model list every target would be reported too
         _check_targets(report, routes, {m["name"]: m.get("backend") for m in raw["models"]
                                         if isinstance(m, dict) and isinstance(m.get("name"), str)})
+    _check_key_envs(report, models, server.get("allowed_key_envs", []))
     host = server.get("host", ServerConfig.host)
     raw_server = raw.get("server") if isinstance(raw.get("server"), dict) else {}
     if not _is_loopback(host) and raw_server.get("api_key") is None:

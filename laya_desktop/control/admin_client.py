@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import httpx
 
+from laya_desktop.config.app_token import HEADER as APP_TOKEN_HEADER
+
 LOAD_TIMEOUT_S = 300.0   # a large GGUF may take minutes to map and warm up
 
 
@@ -19,9 +21,15 @@ class EngineRefused(Exception):
 
 
 class AdminClient:
-    def __init__(self, url: str, api_key: str | None = None, timeout: float = 10.0):
+    """`app_token`: the engine's token file's content (config/app_token.py), for an engine on this
+    machine: it opens the admin API and privileged config changes without the admin key."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 10.0,
+                 app_token: str | None = None):
         self.url = normalize_url(url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if app_token:
+            headers[APP_TOKEN_HEADER] = app_token
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
     def __enter__(self) -> "AdminClient":

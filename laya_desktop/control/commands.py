@@ -5,8 +5,10 @@ import json
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from laya_desktop.config.address import base_url, server_address
+from laya_desktop.config.app_token import is_local_host, read_token
 from laya_desktop.config.store import CONFIG_NAME, user_config_dir
 from laya_desktop.control.admin_client import (
     AdminClient, EngineRefused, EngineUnreachable, normalize_url,
@@ -23,6 +25,21 @@ def engine_target(args) -> tuple[str, str | None]:
     return url, api_key
 
 
+def engine_token(url: str, args) -> str | None:
+    """The app token of the engine at `url` when it runs on this machine (read from the file it
+    wrote), so that no other host ever sees it; none when --api-key says which key to use."""
+    if getattr(args, "api_key", None):
+        return None
+    parts = urlsplit(url)
+    if parts.port is None or not is_local_host(parts.hostname or ""):
+        return None
+    return read_token(parts.port)
+
+
+def _client(url: str, key: str | None, args) -> AdminClient:
+    return AdminClient(url, key, app_token=engine_token(url, args))
+
+
 def _config_for(args) -> Path | None:
     explicit = getattr(args, "config", None)
     if explicit:
@@ -36,7 +53,7 @@ def _config_for(args) -> Path | None:
 def run_ps(args) -> int:
     url, key = engine_target(args)
     try:
-        with AdminClient(url, key) as client:
+        with _client(url, key, args) as client:
             rows = client.models()
     except (EngineUnreachable, EngineRefused) as exc:
         return _fail("ps", exc, args, url)
@@ -64,7 +81,7 @@ def _model_action(args, action: str) -> int:
     url, key = engine_target(args)
     started = time.monotonic()
     try:
-        with AdminClient(url, key) as client:
+        with _client(url, key, args) as client:
             row = client.load(args.name) if action == "load" else client.unload(args.name)
     except (EngineUnreachable, EngineRefused) as exc:
         return _fail(action, exc, args, url)

@@ -6,10 +6,11 @@ import time
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from laya_desktop.engine import errors
-from laya_desktop.engine.core import ConfigRefused
+from laya_desktop.engine import errors, field_limits
+from laya_desktop.engine.core import ConfigConflict, ConfigNeedsPrivilege, ConfigRefused
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.engine.privilege import is_privileged
 from laya_desktop.engine.serving import read_json
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.routing.request import extract
@@ -33,21 +34,36 @@ async def healthz(request: Request) -> Response:
 
 
 async def get_config(request: Request) -> Response:
-    return JSONResponse(_engine(request).config_dict())
+    engine = _engine(request)
+    return JSONResponse(engine.config_dict(), headers={"ETag": engine.config_etag})
 
 
 async def put_config(request: Request) -> Response:
     raw = await read_json(request)
     if not isinstance(raw, dict):
         raise errors.bad_request("the config must be a JSON object shaped like models.yaml")
+    engine = _engine(request)
     try:
-        config = await _engine(request).apply_raw_config(raw)
+        config = await engine.apply_raw_config(
+            raw, privileged=is_privileged(request, engine.config),
+            if_match=request.headers.get("if-match"))
     except ConfigRefused as exc:
         message = f"config refused: {len(exc.errors)} error(s); nothing was changed"
         detail = [{"path": e.path, "message": e.message} for e in exc.errors]
         raise ApiError(400, message, "invalid_config", "invalid_config", extra={"errors": detail})
+    except ConfigNeedsPrivilege as exc:
+        raise ApiError(403, f"changing {', '.join(exc.changes)} needs the admin API key or the "
+                       "app token (X-Laya-App-Token, which the desktop app and the laya commands "
+                       "send); nothing was changed", "permission_error", "privilege_required",
+                       extra={"changes": exc.changes}) from None
+    except ConfigConflict as exc:
+        raise ApiError(409, "the config changed since it was read (a hand edit of models.yaml or "
+                       "another client): read it again (GET /admin/config) and apply your change "
+                       "to that; nothing was changed", "invalid_request_error", "config_conflict",
+                       extra={"etag": exc.current}) from None
     from laya_desktop.config.store import config_to_dict
-    return JSONResponse({"status": "applied", "config": config_to_dict(config)})
+    return JSONResponse({"status": "applied", "config": config_to_dict(config)},
+                        headers={"ETag": engine.config_etag})
 
 
 async def explain_route(request: Request) -> Response:
@@ -59,6 +75,7 @@ async def explain_route(request: Request) -> Response:
     if not isinstance(path, str):
         raise errors.bad_request("'path' must be a string such as '/v1/chat/completions'", "invalid_path")
     header_tags = request.headers.get("x-laya-tags")
+    field_limits.check_request(body, header_tags, "chat")   # what is explained, as if sent
     router = engine.router
     embedded_before = router.semantic.embedded  # texts embedded by requests so far, not by this
     started = time.perf_counter_ns()

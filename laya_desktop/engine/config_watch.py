@@ -13,7 +13,7 @@ from pathlib import Path
 
 Stamp = tuple[int, int, int]
 
-SETTLE_S = 0.75   # longer than the pause between writes of a script or an editor's save
+SETTLE_S = 0.5    # longer than the pause between writes of a script or an editor's save
 
 
 def file_stamp(path: Path | None) -> Stamp | None:

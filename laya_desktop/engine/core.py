@@ -12,9 +12,11 @@ from pathlib import Path
 
 from laya_desktop.config.schema import Config
 from laya_desktop.config.store import config_to_dict, load_config, save_config_atomic
+from laya_desktop.config.revision import config_etag, if_match_holds
 from laya_desktop.config.validate import validate_config
 from laya_desktop.engine.config_watch import EditSettler, file_stamp
 from laya_desktop.engine.model_manager import ModelManager
+from laya_desktop.engine.privilege import privileged_changes
 from laya_desktop.engine.remote import make_client
 from laya_desktop.engine.response_store import ResponseStore
 from laya_desktop.engine.runner_effects import RunnerEffects
@@ -22,11 +24,11 @@ from laya_desktop.engine.telemetry_service import TelemetryService
 from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.target_book import TargetBook
-from laya_desktop.telemetry.events import EventLog, RequestLog
+from laya_desktop.telemetry.events import EventKind, EventLog, RequestLog
 
 log = logging.getLogger("laya.engine")
 
-CONFIG_POLL_S = 0.5
+CONFIG_POLL_S = 0.25
 
 
 class ConfigRefused(Exception):
@@ -35,9 +37,26 @@ class ConfigRefused(Exception):
         self.errors = errors
 
 
+class ConfigNeedsPrivilege(Exception):
+    """The change touches what only the user's own processes may change (engine/privilege.py)."""
+
+    def __init__(self, changes: list[str]):
+        super().__init__(", ".join(changes))
+        self.changes = changes
+
+
+class ConfigConflict(Exception):
+    """If-Match named a revision that is no longer the running one: someone else changed it."""
+
+    def __init__(self, current: str):
+        super().__init__(current)
+        self.current = current
+
+
 class Engine:
     def __init__(self, config: Config, config_path: Path | None = None):
         self.config = config
+        self.config_etag = config_etag(config)
         self.config_path = config_path
         self.router = Router(config)
         self.events = EventLog()
@@ -74,11 +93,17 @@ class Engine:
         self.telemetry.close()
 
     # -- config ------------------------------------------------------------------------------
-    async def apply_raw_config(self, raw: dict, persist: bool = True) -> Config:
+    async def apply_raw_config(self, raw: dict, persist: bool = True,
+                               privileged: bool = True, if_match: str | None = None) -> Config:
         config, errors = validate_config(raw)
         if errors or config is None:
             raise ConfigRefused(errors)
         async with self._apply_lock:
+            if if_match is not None and not if_match_holds(if_match, self.config_etag):
+                raise ConfigConflict(self.config_etag)
+            if not privileged:  # compared under the lock: against the config it would replace
+                if changes := privileged_changes(self.config, config):
+                    raise ConfigNeedsPrivilege(changes)
             if persist and self.config_path is not None:
                 try:
                     await asyncio.to_thread(save_config_atomic, config, self.config_path)
@@ -88,7 +113,7 @@ class Engine:
                     from laya_desktop.engine.errors import ApiError
                     message = (f"cannot save {self.config_path}: {exc.strerror or exc}; nothing "
                                "was changed (the running config and the file are as they were)")
-                    self.events.record("config_save_failed", reason=message)
+                    self.events.record(EventKind.CONFIG_SAVE_FAILED, reason=message)
                     raise ApiError(500, message, "server_error", "config_not_saved") from None
                 self._config_stamp = self._stamp()
             await self._swap_config(config, source="api" if persist else "file")
@@ -98,9 +123,10 @@ class Engine:
         # semantic rules embed their examples here (tens of ms each): off the event loop
         self.router = await asyncio.to_thread(Router, config)
         self.config = config
+        self.config_etag = config_etag(config)
         self.route_inputs.resize(config.server.route_log_size)
         to_warm = await self.models.apply_config(config)
-        self.events.record("config_applied", reason=f"from {source}")
+        self.events.record(EventKind.CONFIG_APPLIED, reason=f"from {source}")
         # tracked, so that stop() ends it before stop_all() instead of it loading models after
         self._tasks = [t for t in self._tasks if not t.done()]
         if to_warm:
@@ -135,7 +161,7 @@ class Engine:
                 reason = "; ".join(str(e) for e in errors)
                 log.warning("models.yaml changed but was refused, keeping the running config: %s",
                             reason)
-                self.events.record("config_rejected", reason=reason)
+                self.events.record(EventKind.CONFIG_REJECTED, reason=reason)
                 continue
             if self._stamp() != stamp:
                 continue

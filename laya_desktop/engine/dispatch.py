@@ -15,6 +15,7 @@ from laya_desktop.config.sampling import LLAMA_ONLY_KNOBS
 from laya_desktop.engine import errors
 from laya_desktop.engine.apis.responses_input import previous_not_found
 from laya_desktop.engine.calls import Call
+from laya_desktop.engine.choices import merged_choices
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.local_outputs import local_outputs
 from laya_desktop.engine.model_manager import LoadRefused, ModelManager, ServedModel
@@ -22,9 +23,10 @@ from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
 from laya_desktop.engine.remote import (RemoteError, RemoteStream, TranslatedStream, open_remote,
                                         speaks_natively)
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
+from laya_desktop.runners.schema_limits import SchemaTooLarge, check_schema
 
 # Errors that a runner reports at once and that no other model would answer differently.
-CLIENT_ERRORS = {"context_length_exceeded": 400, "bad_request": 400}
+CLIENT_ERRORS = {"context_length_exceeded": 400, "bad_request": 400, "schema_too_large": 400}
 
 
 @dataclass
@@ -89,10 +91,17 @@ def check_local(call: Call, served: ServedModel) -> None:
         raise errors.bad_request(f"'{call.remote_only[0]}' is not supported by the local model "
                                  f"'{served.name}' (text only)", "unsupported_content")
     params = call.command.get("params", {})
+    forced = call.parses_tools and call.tool_choice not in ("auto", "none")
+    grammar_field = call.field("tool_choice") if forced else (
+        "json_schema" if call.body.get("json_schema") is not None else call.field("response_format"))
+    n = choices_asked(call)
+    if n > served.config.effective_parallel:
+        raise errors.bad_request(f"'n' is {n}, more than the {served.config.effective_parallel} "
+                                 f"sequences model '{served.name}' serves at once (its 'parallel')",
+                                 "unsupported_n")
     if served.config.backend == "mlx":
-        forced = call.parses_tools and call.tool_choice not in ("auto", "none")
         if "json_schema" in params:
-            name = call.field("tool_choice") if forced else call.field("response_format")
+            name = grammar_field
             raise errors.bad_request(f"'{name}' needs grammar-constrained decoding, which MLX "
                                      f"models such as '{served.name}' do not have",
                                      "unsupported_parameter")
@@ -103,13 +112,33 @@ def check_local(call: Call, served: ServedModel) -> None:
         if dry:
             raise errors.bad_request(f"'{dry}' is not supported on MLX models such as "
                                      f"'{served.name}' (llama.cpp only)", "unsupported_parameter")
+    if params.get("json_schema") is not None:
+        check_grammar_size(params["json_schema"], grammar_field)
+    for check in call.options.get("model_checks", ()):   # an API's own terms (apis/ollama_terms.py)
+        check(served.config)
     embedding = served.config.embedding
-    if embedding and call.api != "embeddings":
+    wants_embedding = call.command.get("kind") == "embedding"   # /v1/embeddings, /api/embed
+    if embedding and not wants_embedding:
         raise errors.bad_request(f"model '{served.name}' serves embeddings only (/v1/embeddings)",
                                  "model_not_supported")
-    if not embedding and call.api == "embeddings":
+    if not embedding and wants_embedding:
         raise errors.bad_request(f"model '{served.name}' does not serve embeddings (mark a GGUF "
                                  "model with 'embedding: true')", "model_not_supported")
+
+
+def choices_asked(call: Call) -> int:
+    """`n` of a chat or completions request (the other APIs have no such field)."""
+    return (call.body.get("n") or 1) if call.api in ("chat", "completions") else 1
+
+
+def check_grammar_size(schema, field_name: str) -> None:
+    """A schema past schema_limits never reaches a runner: its grammar could crash llama.cpp's
+    parser or stall every stream on the runner (the limits say by how much)."""
+    try:
+        check_schema(schema)
+    except SchemaTooLarge as exc:
+        raise errors.bad_request(f"'{field_name}': the JSON schema is too large for grammar-"
+                                 f"constrained decoding: {exc}", exc.code) from None
 
 
 def for_model(command: dict, model, rule_sampling: dict | None = None) -> dict:
@@ -196,7 +225,10 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
                 check_local(call, served)
                 gen = await start_local(manager, served, call.command, timeout_s, early=call.stream,
                                         rule_sampling=rule_sampling)
-            else:
+                n = choices_asked(call)
+                if n > 1:
+                    gen = await fan_out(manager, gen, call.command, n, timeout_s, rule_sampling)
+            else:   # an openai remote takes `n` as sent; remote_anthropic refuses n > 1
                 gen = await open_remote(remote_client, served, call, client_headers)
             gen.attempts = attempts
             return gen
@@ -221,6 +253,48 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
     last.extra.setdefault("attempts", [{"model": a.model, "code": a.error.code,
                                         "message": a.error.message} for a in attempts])
     raise last
+
+
+async def fan_out(manager: ModelManager, first: LocalGeneration, command: dict, n: int,
+                  timeout_s: float, rule_sampling: dict | None) -> "Choices":
+    """`n` choices: the first generation and n-1 more of the same command on the same model, each
+    its own sequence (each reads the prompt: the runner's prompt cache may serve the repeats).
+    A seed given is offset per choice, or the n choices would be the same text."""
+    gens = [first]
+    try:
+        for i in range(1, n):
+            params = command.get("params", {})
+            cmd = command if params.get("seed") is None else {
+                **command, "params": {**params, "seed": params["seed"] + i}}
+            gens.append(await start_local(manager, first.served, cmd, timeout_s, early=True,
+                                          rule_sampling=rule_sampling))
+    except BaseException:
+        for gen in gens:
+            await gen.close()
+        raise
+    return Choices(gens)
+
+
+class Choices:
+    """n local generations answering one request as its choices 0..n-1 (engine/choices.py merges
+    their outputs)."""
+    passthrough = False
+
+    def __init__(self, gens: list[LocalGeneration]):
+        self.gens = gens
+        first = gens[0]
+        self.served, self.started, self.first_event_at = first.served, first.started, first.first_event_at
+        self.prompt_tokens, self.attempts = first.prompt_tokens, first.attempts
+
+    def outputs(self, call: Call):
+        return merged_choices([g.outputs(call) for g in self.gens])
+
+    def engine_overhead_ms(self, request_started: float, ended: float) -> float | None:
+        return self.gens[0].engine_overhead_ms(request_started, ended)
+
+    async def close(self) -> None:
+        for gen in self.gens:
+            await gen.close()
 
 
 __all__ = ["start_generation", "LocalGeneration", "RemoteStream", "TranslatedStream", "Attempt"]

@@ -11,7 +11,7 @@ from laya_desktop.engine.tool_calls import ToolCallParser
 def usage_of(event: dict) -> Usage:
     usage = event.get("usage") or {}
     return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                 int(usage.get("cached_tokens") or 0))
+                 int(usage.get("cached_tokens") or 0), usage.get("cached_from"))
 
 
 async def local_outputs(events: AsyncIterator[dict], call: Call) -> AsyncIterator[Output]:

@@ -15,6 +15,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    cached_from: str | None = None   # a local runner's: "slot" | "ram" | "disk"
 
 
 @dataclass(slots=True)
@@ -22,6 +23,7 @@ class TextDelta:
     text: str
     # One entry per sampled token: {"token", "logprob", "bytes", "top_logprobs": [...]}
     logprobs: list[dict] | None = None
+    choice: int = 0             # which of the request's `n` choices (engine/choices.py)
 
 
 @dataclass(slots=True)
@@ -30,12 +32,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+    choice: int = 0
 
 
 @dataclass(slots=True)
 class Finished:
     finish_reason: str          # "stop" | "length" | "tool_calls"
     usage: Usage = field(default_factory=Usage)
+    choice: int = 0
 
 
 @dataclass(slots=True)
@@ -70,9 +74,26 @@ class Collected:
     usage: Usage = field(default_factory=Usage)
     embeddings: list[list[float]] | None = None
     failure: Failed | None = None
+    # choices 1..n-1 of a request with `n` > 1 (this object is choice 0); usage is the total
+    others: list["Collected"] = field(default_factory=list)
     _parts: list[str] = field(default_factory=list, repr=False)
 
+    @property
+    def choices(self) -> list["Collected"]:
+        return [self, *self.others]
+
     def add(self, out: Output) -> None:
+        index = getattr(out, "choice", 0)
+        if index:
+            while len(self.others) < index:
+                self.others.append(Collected())
+            self.others[index - 1]._add(out)
+            if isinstance(out, Finished):
+                self.usage = out.usage   # the last to finish carries the total
+            return
+        self._add(out)
+
+    def _add(self, out: Output) -> None:
         if isinstance(out, TextDelta):
             self._parts.append(out.text)
             if out.logprobs:
@@ -81,7 +102,9 @@ class Collected:
             self.tool_calls.append(out)
         elif isinstance(out, Finished):
             self.text = "".join(self._parts)
-            self.finish_reason, self.usage = out.finish_reason, out.usage
+            self.finish_reason = out.finish_reason
+            if not self.others or out.usage.completion_tokens >= self.usage.completion_tokens:
+                self.usage = out.usage
         elif isinstance(out, Embedded):
             self.embeddings, self.usage = out.data, out.usage
         elif isinstance(out, Failed):
@@ -95,7 +118,8 @@ class Collected:
 
 def status_for_code(code: str | None) -> int:
     """HTTP status of a generation that failed with this code: "try again" codes are 503."""
-    if code in ("runner_crashed", "model_unloaded", "kv_full", "queue_timeout", "load_refused"):
+    if code in ("runner_crashed", "runner_unresponsive", "model_unloaded", "kv_full",
+                "queue_timeout", "load_refused"):
         return 503
     if code in ("context_length_exceeded", "bad_request"):
         return 400

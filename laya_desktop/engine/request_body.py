@@ -7,20 +7,62 @@ request gets a 400 naming the offending field, before any routing or model work.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from laya_desktop.config.message_text import TEXT_PART_TYPES, message_text
-from laya_desktop.config.sampling import KnobError, read_knobs
+from laya_desktop.config.sampling import KNOBS, KnobError, read_knobs
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import bad_request
+from laya_desktop.engine.field_limits import (MAX_STOP_STRINGS, TOOL_NAME, TOOL_NAME_RULE,
+                                              check_tool_count)
 
-ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
-MAX_STOP_STRINGS = 16
+ROLES = ("system", "user", "assistant", "tool", "developer", "function")
 MAX_TOP_LOGPROBS = 20
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 # Chat fields that no backend here can honour: refused by name rather than dropped.
 UNSUPPORTED_CHAT_FIELDS = ("audio", "prediction", "web_search_options", "functions", "function_call")
+MAX_N = 8   # choices per request; each is a sequence on the model, so its `parallel` caps it too
+# Hints that change nothing in a local model's answer: accepted, as the Responses adapter takes
+# `reasoning`; a remote OpenAI upstream gets them as sent.
+NO_EFFECT_FIELDS = frozenset(("user", "metadata", "store", "service_tier", "prompt_cache_key",
+                              "prompt_cache_retention", "safety_identifier", "reasoning_effort",
+                              "verbosity", "tags", "stream_options"))
+SHARED_FIELDS = frozenset(("model", "stream", "max_tokens", "stop", "seed", "logit_bias", "n",
+                           "logprobs", "top_logprobs", "json_schema", "cache_prompt", "id_slot",
+                           "timings_per_token", *KNOBS)) | NO_EFFECT_FIELDS
+CHAT_FIELDS = SHARED_FIELDS | {"messages", "max_completion_tokens", "tools", "tool_choice",
+                               "parallel_tool_calls", "response_format", *UNSUPPORTED_CHAT_FIELDS}
+COMPLETION_FIELDS = SHARED_FIELDS | {"prompt", "echo", "suffix", "best_of", "response_format"}
+# llama-server's own request fields that Laya does not take, each with the reason it gives.
+LLAMA_SERVER_REFUSED = {
+    "grammar": "raw GBNF is not taken: it bypasses the size limits that keep llama.cpp's grammar "
+               "parser from overflowing its stack; send 'json_schema' or 'response_format' instead",
+    "n_probs": "use 'logprobs' and 'top_logprobs'",
+    "samplers": "the sampler order is fixed (penalties, DRY, top-k, top-p, min-p, temperature)",
+    "typical_p": "locally typical sampling is not implemented",
+    "mirostat": "mirostat sampling is not implemented",
+    "mirostat_tau": "mirostat sampling is not implemented",
+    "mirostat_eta": "mirostat sampling is not implemented",
+    "ignore_eos": "generation always stops at the end-of-generation token",
+    "return_progress": "prompt progress is not reported",
+    "continue_final_message": "not supported",
+    "n_keep": "context shifting is not implemented",
+    "n_indent": "not implemented",
+    "t_max_predict_ms": "not implemented; use 'max_tokens'",
+    "post_sampling_probs": "use 'logprobs' and 'top_logprobs'",
+    "return_tokens": "not implemented",
+    "verbose": "not implemented",
+    "dynatemp_range": "dynamic temperature is not implemented",
+    "dynatemp_exponent": "dynamic temperature is not implemented",
+    "xtc_probability": "XTC sampling is not implemented",
+    "xtc_threshold": "XTC sampling is not implemented",
+    "top_n_sigma": "top-n-sigma sampling is not implemented",
+    "dry_sequence_breakers": "DRY's sequence breakers are llama.cpp's defaults",
+    "penalize_nl": "not implemented",
+    "lora": "LoRA adapters are not supported",
+    "chat_template_kwargs": "not implemented",
+    "reasoning_format": "not implemented",
+    "image_data": "send images as content parts (to a remote model)",
+}
 
 
 def _is_number(value: Any) -> bool:
@@ -40,7 +82,7 @@ def _check_messages(messages: Any) -> None:
             raise bad_request(f"'{where}' must be an object", "invalid_messages")
         role = message.get("role")
         if role not in ROLES:
-            raise bad_request(f"'{where}.role' must be one of {sorted(ROLES)}, got {role!r}",
+            raise bad_request(f"'{where}.role' must be one of {list(ROLES)}, got {role!r}",
                               "invalid_messages")
         content = message.get("content")
         if content is None and role in ("assistant", "tool", "function"):
@@ -101,12 +143,13 @@ def runner_messages(messages: list) -> list[dict]:
     return out
 
 
-def check_tools(tools: Any, where: str = "tools") -> list[dict]:
+def check_tools(tools: Any, where: str = "tools", api: str = "chat") -> list[dict]:
     """OpenAI function tools, checked; the same shape comes back with `parameters` filled in."""
     if tools is None:
         return []
     if not isinstance(tools, list):
         raise bad_request(f"'{where}' must be an array", "invalid_tools")
+    check_tool_count(where, tools, api)   # again after a conversion: Responses namespaces expand
     out, seen = [], set()
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict) or tool.get("type") != "function":
@@ -115,8 +158,8 @@ def check_tools(tools: Any, where: str = "tools") -> list[dict]:
                               "unsupported_tool_type")
         fn = tool.get("function")
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not TOOL_NAME.match(fn["name"]):
-            raise bad_request(f"'{where}[{i}].function.name' must be a name of letters, digits, "
-                              "'_', '-', '.' or ':'", "invalid_tools")
+            raise bad_request(f"'{where}[{i}].function.name' must be {TOOL_NAME_RULE}",
+                              "invalid_tools")
         if fn["name"] in seen:
             raise bad_request(f"'{where}[{i}].function.name' {fn['name']!r} is given twice", "invalid_tools")
         seen.add(fn["name"])
@@ -176,7 +219,11 @@ def response_format_schema(fmt: Any, where: str = "response_format") -> dict | N
     if kind == "text":
         return None
     if kind == "json_object":
-        return {"type": "object"}
+        schema = fmt.get("schema")   # llama-server's: a schema beside json_object
+        if schema is not None and not isinstance(schema, dict):
+            raise bad_request(f"'{where}.schema' must be a JSON schema object",
+                              "invalid_response_format")
+        return schema or {"type": "object"}
     if kind == "json_schema":
         spec = fmt.get("json_schema", fmt)  # Responses puts the schema beside the type
         schema = spec.get("schema") if isinstance(spec, dict) else None
@@ -238,8 +285,8 @@ def _sampling_params(body: dict) -> dict:
         except ValueError:
             raise bad_request("'logit_bias' keys must be token ids", "invalid_logit_bias") from None
     n = body.get("n")
-    if n is not None and n != 1:
-        raise bad_request("only n=1 is supported", "unsupported_n")
+    if n is not None and (not _is_int(n) or not 1 <= n <= MAX_N):
+        raise bad_request(f"'n' must be an integer from 1 to {MAX_N}", "invalid_n")
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("'stream' must be a boolean", "invalid_stream")
@@ -254,6 +301,44 @@ def _check_common(body: Any) -> None:
         raise bad_request("'model' must be a string", "invalid_model")
 
 
+def refuse_unknown(body: dict, known: frozenset) -> None:
+    """A field this API does not know, or a llama-server field it does not take: 400 by name.
+    A set difference, so a request with only known fields pays next to nothing."""
+    extra = body.keys() - known
+    if not extra:
+        return
+    name = sorted(extra)[0]
+    if name in LLAMA_SERVER_REFUSED:
+        raise bad_request(f"'{name}' is not supported by this server: {LLAMA_SERVER_REFUSED[name]}",
+                          "unsupported_parameter")
+    raise bad_request(f"unknown field '{name}'", "unknown_parameter")
+
+
+def _llama_server_options(body: dict) -> None:
+    """llama-server's slot and cache fields, in the values that mean what Laya does anyway."""
+    if body.get("cache_prompt") not in (None, True):
+        raise bad_request("'cache_prompt': false is not supported: prompts are always cached "
+                          "(set models[].prompt_cache to change the cache)", "unsupported_parameter")
+    # id_slot asks for a slot to reuse its KV; Laya's runner finds the slot holding the longest
+    # prefix itself, so any slot id means the same answer: taken, not acted on.
+    slot = body.get("id_slot")
+    if slot is not None and (not _is_int(slot) or slot < -1):
+        raise bad_request("'id_slot' must be an integer from -1", "invalid_id_slot")
+    if not isinstance(body.get("timings_per_token", False), bool):
+        raise bad_request("'timings_per_token' must be a boolean", "invalid_timings_per_token")
+
+
+def choice_count(body: dict) -> int:
+    return body.get("n") or 1
+
+
+def _top_level_schema(body: dict, where: str) -> dict | None:
+    schema = body.get("json_schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise bad_request(f"'{where}' must be a JSON schema object", "invalid_response_format")
+    return schema
+
+
 def _refuse_unsupported(body: dict, names: tuple[str, ...], field_names: dict | None) -> None:
     for name in names:
         if body.get(name) is not None:
@@ -266,11 +351,14 @@ def chat_call(chat: Any, *, api: str = "chat", path: str = "/v1/chat/completions
               options: dict | None = None) -> Call:
     """A chat-completions body (as sent, or converted from another API) -> the shared Call."""
     _check_common(chat)
+    if api == "chat":   # the other APIs checked their own fields before converting
+        refuse_unknown(chat, CHAT_FIELDS)
+        _llama_server_options(chat)
     _check_messages(chat.get("messages"))
     _refuse_unsupported(chat, UNSUPPORTED_CHAT_FIELDS, field_names)
     params = _sampling_params(chat)
     _logprob_params(chat, params)
-    tools = check_tools(chat.get("tools"), (field_names or {}).get("tools", "tools"))
+    tools = check_tools(chat.get("tools"), (field_names or {}).get("tools", "tools"), api)
     choice = check_tool_choice(chat.get("tool_choice"), tools,
                                (field_names or {}).get("tool_choice", "tool_choice"))
     parallel = chat.get("parallel_tool_calls", True)
@@ -280,6 +368,8 @@ def chat_call(chat: Any, *, api: str = "chat", path: str = "/v1/chat/completions
     if schema is None:
         schema = response_format_schema(chat.get("response_format"),
                                         (field_names or {}).get("response_format", "response_format"))
+    if schema is None and api == "chat":
+        schema = _top_level_schema(chat, "json_schema")
     if schema is not None:
         params["json_schema"] = schema
     command: dict[str, Any] = {"kind": "chat", "messages": runner_messages(chat["messages"]),
@@ -294,6 +384,8 @@ def chat_call(chat: Any, *, api: str = "chat", path: str = "/v1/chat/completions
 
 def completion_call(body: Any, path: str = "/v1/completions") -> Call:
     _check_common(body)
+    refuse_unknown(body, COMPLETION_FIELDS)
+    _llama_server_options(body)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
@@ -309,6 +401,11 @@ def completion_call(body: Any, path: str = "/v1/completions") -> Call:
         if not _is_int(logprobs) or not 0 <= logprobs <= 5:
             raise bad_request("'logprobs' must be an integer from 0 to 5", "invalid_logprobs")
         params["logprobs"], params["top_logprobs"] = True, logprobs
+    schema = response_format_schema(body.get("response_format"))
+    if schema is None:
+        schema = _top_level_schema(body, "json_schema")
+    if schema is not None:
+        params["json_schema"] = schema
     command = {"kind": "completion", "prompt": prompt, "params": params}
     return Call(api="completions", path=path, body=body, chat=body, command=command,
                 stream=bool(body.get("stream")))

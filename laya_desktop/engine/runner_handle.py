@@ -41,7 +41,9 @@ class RunnerState(StrEnum):
 
 
 class RunnerError(Exception):
-    """The runner could not be started or died; `code` says which."""
+    """The runner could not be started or died; `code` says which. The message goes to clients:
+    it names the model and the problem, never a path or a log line (those go to the engine log,
+    the events and GET /admin/models)."""
 
     def __init__(self, message: str, code: str = "runner_failed"):
         super().__init__(message)
@@ -67,12 +69,34 @@ def runner_spec(model: ModelConfig, resolved_path: str) -> dict:
         "cpu_repack": model.cpu_repack,
         "chat_format": model.chat_format,
         "embedding": model.embedding,
+        "prompt_cache": {"ram_mb": model.prompt_cache.ram_mb, "disk_mb": model.prompt_cache.disk_mb},
     }
 
 
 def resolve_path(path: str) -> str:
     from laya_desktop.runners.builtin import resolve_model_path
     return str(resolve_model_path(path))
+
+
+def check_gguf(path: str) -> None:
+    """Raises GgufError for a GGUF whose header this engine cannot read: refused here with its
+    reason, rather than by llama.cpp with a message that quotes the path (or by a crash)."""
+    from laya_desktop.runners.gguf_info import read_gguf_info
+    read_gguf_info(path)
+
+
+def public_reason(message: str, path: str) -> str:
+    """A runner's load failure as a client may read it: one line, the file's path left out."""
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    if path:
+        first = first.replace(path, "<model file>")
+    return first[:300] or "the runner exited while loading (see the engine log)"
+
+
+def crash_text(model: str) -> str:
+    """What every request on a crashed runner is told: the details (exit code, the runner's last
+    lines, which may quote another client's prompt or schema) stay in the engine log and events."""
+    return f"the runner of model '{model}' crashed; retry"
 
 
 class RunnerHandle:
@@ -157,11 +181,24 @@ class RunnerHandle:
             return
         self._state = RunnerState.LOADING
         self.error = None
+        name = self.model.name
         try:
             path = await asyncio.to_thread(resolve_path, self.model.path or "")
         except (OSError, ValueError) as exc:
-            self._fail(f"cannot load model '{self.model.name}': {exc}")
-            raise RunnerError(self.error, "load_failed") from None
+            self._fail(f"cannot load model '{name}': {exc}")
+            raise RunnerError(f"cannot load model '{name}': its file is missing or unreadable",
+                              "load_failed") from None
+        if self.model.backend == "llama_cpp":
+            from laya_desktop.runners.gguf_info import GgufError
+            try:
+                await asyncio.to_thread(check_gguf, path)
+            except GgufError as exc:
+                self._fail(f"cannot load model '{name}': {exc}")
+                raise RunnerError(f"cannot load model '{name}': {exc.reason}", "load_failed") from None
+            except OSError as exc:
+                self._fail(f"cannot load model '{name}': {exc}")
+                raise RunnerError(f"cannot load model '{name}': its file is missing or unreadable",
+                                  "load_failed") from None
         cmd = runner_command(self.model.backend, runner_spec(self.model, path))
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
@@ -169,8 +206,9 @@ class RunnerHandle:
                 *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT, env=env)
         except OSError as exc:  # e.g. ENOMEM or EMFILE: a clean load failure, not "loading" forever
-            self._fail(f"cannot start the runner of model '{self.model.name}': {exc}")
-            raise RunnerError(self.error, "load_failed") from None
+            self._fail(f"cannot start the runner of model '{name}': {exc}")
+            raise RunnerError(f"cannot start the runner of model '{name}': {exc.strerror or exc}",
+                              "load_failed") from None
         self._stderr_tail.clear()
         self._ready_event = asyncio.get_running_loop().create_future()
         self.last_heard = time.monotonic()
@@ -188,8 +226,9 @@ class RunnerHandle:
         if first.get("event") != "ready":
             await self._reap()
             message = first.get("message") or self._exit_message()
-            self._fail(f"cannot load model '{self.model.name}': {message}")
-            raise RunnerError(self.error, "load_failed")
+            self._fail(f"cannot load model '{name}': {message}")
+            reason = public_reason(first.get("message") or "", path)
+            raise RunnerError(f"cannot load model '{name}': {reason}", "load_failed")
         self.info = first.get("info", {})
         self.loaded_at = time.time()
         self._state = RunnerState.READY
@@ -285,7 +324,7 @@ class RunnerHandle:
         self._fail(f"runner of model '{self.model.name}' crashed: {self._exit_message()}")
         if self._on_crash:
             self._on_crash(self, self.error)  # recorded before the requests it hit are answered
-        self._fail_streams("runner_crashed", self.error)
+        self._fail_streams("runner_crashed", crash_text(self.model.name))
 
     def _fail_streams(self, code: str, message: str) -> None:
         streams, self._streams = self._streams, {}

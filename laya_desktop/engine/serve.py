@@ -14,7 +14,8 @@ import uvicorn
 from laya_desktop.config.store import ConfigInvalid, find_config_path, load_config
 from laya_desktop.engine.app import create_app
 from laya_desktop.engine.core import Engine
-from laya_desktop.engine.http_server import EngineHttpProtocol, EngineServer
+from laya_desktop.engine.fd_limit import connection_cap, raise_nofile_limit
+from laya_desktop.engine.http_server import Bounds, EngineHttpProtocol, EngineServer
 
 
 def is_loopback(host: str) -> bool:
@@ -58,7 +59,7 @@ def run_serve(args) -> int:
               "'Authorization: Bearer <key>'), or listen on 127.0.0.1", file=sys.stderr)
         return 2
     engine = Engine(config, config_path=path)
-    app = create_app(engine)
+    app = create_app(engine, port=port)
     print(f"laya serve: {path} -> http://{host}:{port}/v1", file=sys.stderr)
     # No access log (the request log is ours) and no X-Forwarded-* rewriting (nothing here reads
     # the client's address): two layers less on every request. httptools parses requests in C
@@ -66,10 +67,13 @@ def run_serve(args) -> int:
     # EngineHttpProtocol sends an answer's head and body in one write; EngineServer ticks once a
     # second, not ten times. The loop is uvloop's (a dependency) where it imports, asyncio's
     # otherwise.
+    bounds = connection_bounds()
+    # uvicorn's keep-alive timer and the bounds' sweep agree on how long an idle connection lives.
     server = EngineServer(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                          timeout_graceful_shutdown=5, lifespan="on",
                                          access_log=False, proxy_headers=False,
-                                         http=EngineHttpProtocol, loop="auto"))
+                                         timeout_keep_alive=bounds.idle_s,
+                                         http=EngineHttpProtocol.bounded(bounds), loop="auto"))
     finished = threading.Event()
     if getattr(args, "parent_pipe", None) is not None:
         watch_parent_pipe(args.parent_pipe, server, engine, finished)
@@ -82,6 +86,24 @@ def run_serve(args) -> int:
     finally:
         finished.set()
     return 0
+
+
+def connection_bounds() -> Bounds:
+    """The HTTP bounds for this process: its descriptor limit raised as far as it goes and the
+    connection cap below it; LAYA_HTTP_TIMEOUT_SCALE (hidden, for tests) scales the timeouts."""
+    nofile = raise_nofile_limit()
+    bounds = Bounds(max_connections=connection_cap(nofile))
+    scale = os.environ.get("LAYA_HTTP_TIMEOUT_SCALE")
+    if scale:
+        try:
+            bounds = bounds.scaled(float(scale))
+        except ValueError:
+            logging.getLogger("laya.engine").warning(
+                "LAYA_HTTP_TIMEOUT_SCALE=%r is no number: the timeouts stay", scale)
+    logging.getLogger("laya.engine").info(
+        "descriptors: %s; client connections capped at %d", nofile or "no limit",
+        bounds.max_connections)
+    return bounds
 
 
 PARENT_GONE_EXIT_S = 1.5  # the engine is gone within 2 s of losing the app that started it

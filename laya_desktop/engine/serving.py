@@ -14,16 +14,17 @@ from typing import AsyncIterator
 
 import anyio
 import httpx
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from laya_desktop.engine import errors
+from laya_desktop.engine import errors, field_limits
 from laya_desktop.engine.apis.base import Api, Meta
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.dispatch import LocalGeneration, check_local, start_generation, start_local
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.keepalive import with_keepalive
 from laya_desktop.engine.model_manager import LoadRefused
+from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
 from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, KeepAlive, Output
 from laya_desktop.engine.remote import open_remote
 from laya_desktop.engine.runner_handle import RunnerError
@@ -108,6 +109,12 @@ def parse_json(raw: bytes):
 
 
 async def read_json(request: Request):
+    return (await read_sized_json(request))[0]
+
+
+async def read_sized_json(request: Request):
+    """(the JSON value, the body's length in bytes); ClientDisconnect when the client left
+    before its body was in."""
     limit = max_body_bytes(request)
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
@@ -117,7 +124,21 @@ async def read_json(request: Request):
         raw += chunk
         if len(raw) > limit:
             raise _too_large(limit)
-    return parse_json(bytes(raw))
+    return parse_json(bytes(raw)), len(raw)
+
+
+async def read_call(request: Request, api: Api, engine, count_only: bool = False) -> Call:
+    """The body read, its free-form fields checked against their caps (engine/field_limits.py)
+    for every API alike, then parsed by the API's adapter."""
+    body, size = await read_sized_json(request)
+    field_limits.check_request(body, request.headers.get("x-laya-tags"), api.name)
+    if count_only:
+        call = api.parse_count(body, request.headers)
+    else:
+        # the Responses adapter reads its store on the engine (previous_response_id, item_reference)
+        call = api.parse(body, request.headers, engine)
+    call.options["body_bytes"] = size   # what a stored response is charged (response_store.py)
+    return call
 
 
 class RequestRecord:
@@ -159,6 +180,7 @@ class RequestRecord:
         self.fields["prompt_tokens"] = usage.prompt_tokens
         self.fields["completion_tokens"] = usage.completion_tokens
         self.fields["cached_tokens"] = usage.cached_tokens
+        self.fields["cached_from"] = usage.cached_from
 
     def finish(self, engine, status: int) -> None:
         ended = time.monotonic()
@@ -242,9 +264,7 @@ async def serve(request: Request, api: Api) -> Response:
     record = RequestRecord(path, api.name)
     routed = None
     try:
-        body = await read_json(request)
-        # the Responses adapter reads its store on the engine (previous_response_id, item_reference)
-        call = api.parse(body, request.headers, engine)
+        call = await read_call(request, api, engine)
         call.path = path
         await embed_off_loop(engine.router, call.path, call.chat, request.headers.get("x-laya-tags"))
         routed = Routed(engine, call, request, record)
@@ -256,6 +276,9 @@ async def serve(request: Request, api: Api) -> Response:
         record.note_tried(exc.extra.get("attempts"))
         record.finish(engine, exc.status)
         return api.error_response(exc, routed.headers if routed else None)
+    except ClientDisconnect:   # left before its body was in: nothing was started for it
+        record.finish(engine, 499)
+        return Response(status_code=499)
     except BaseException:
         if record.ticket is not None:
             record.ticket.end()   # an unexpected error: the hold must not outlive the request
@@ -269,7 +292,8 @@ async def serve(request: Request, api: Api) -> Response:
     if gen.passthrough:
         record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
         return await _relay(engine, api, gen, routed.headers, record)
-    meta = Meta(model=gen.served.name, engine=engine)
+    meta = Meta(model=gen.served.name, engine=engine, started=record.started,
+                prompt_tokens=getattr(gen, "prompt_tokens", None))   # a remote's: None
     if call.stream:
         return DisconnectAwareStreamingResponse(
             _stream(engine, api, call, gen, meta, record), media_type="text/event-stream",
@@ -319,11 +343,13 @@ async def unless_client_leaves(request: Request, start):
             watcher.cancel()
 
 
-async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: list[int]):
+async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: list[int],
+                 meta: Meta):
     """The outputs, passed on; their usage, failure and time to the first one go into the log."""
     async for out in outputs:
         if record.fields["ttft_ms"] is None and not isinstance(out, KeepAlive):
-            record.fields["ttft_ms"] = round((time.monotonic() - record.started) * 1000, 1)
+            meta.first_at = time.monotonic()
+            record.fields["ttft_ms"] = round((meta.first_at - record.started) * 1000, 1)
         if isinstance(out, (Finished, Embedded)):
             record.note_usage(out.usage)
         elif isinstance(out, Failed):
@@ -334,7 +360,7 @@ async def _noted(outputs: AsyncIterator[Output], record: RequestRecord, status: 
 async def _stream(engine, api: Api, call: Call, gen, meta: Meta, record: RequestRecord):
     status = [200]
     try:
-        outputs = with_keepalive(_noted(gen.outputs(call), record, status))
+        outputs = with_keepalive(_noted(gen.outputs(call), record, status, meta))
         async for chunk in api.stream(call, outputs, meta):
             yield chunk
     except BaseException:
@@ -355,7 +381,8 @@ async def _collect(request: Request, engine, api: Api, call: Call, gen, meta: Me
         nonlocal finished
         async for out in gen.outputs(call):
             if record.fields["ttft_ms"] is None:
-                record.fields["ttft_ms"] = round((time.monotonic() - record.started) * 1000, 1)
+                meta.first_at = time.monotonic()
+                record.fields["ttft_ms"] = round((meta.first_at - record.started) * 1000, 1)
             result.add(out)
         finished = True
 
@@ -499,8 +526,7 @@ def count_endpoint(api):
         record = RequestRecord(request.url.path, api.name)
         routed = None
         try:
-            body = await read_json(request)
-            call = api.parse_count(body, request.headers)
+            call = await read_call(request, api, engine, count_only=True)
             call.path = request.url.path
             await embed_off_loop(engine.router, call.path, call.chat,
                                  request.headers.get("x-laya-tags"))
@@ -525,15 +551,28 @@ def count_endpoint(api):
             gen.finished = True
             await gen.close()
             tokens = int((gen.first.get("usage") or {}).get("prompt_tokens") or 0)
-        except ApiError as exc:
-            record.finish(engine, exc.status)
-            return api.error_response(exc, routed.headers if routed else None)
-        except (LoadRefused, RunnerError) as exc:
-            error = errors.unavailable(str(exc), getattr(exc, "code", "load_refused"), retry_after=2)
-            record.finish(engine, 503)
+        except (ApiError, LoadRefused, RunnerError, QueueFull, QueueTimeout) as exc:
+            error = _count_error(exc, routed.first if routed else None, engine)
+            record.finish(engine, error.status)
             return api.error_response(error, routed.headers if routed else None)
+        except ClientDisconnect:
+            record.finish(engine, 499)
+            return Response(status_code=499)
         record.fields["prompt_tokens"] = tokens
         record.finish(engine, 200)
         return JSONResponse(api.count_response(tokens), headers=routed.headers)
     handle.__name__ = f"count_{api.name}"
     return handle
+
+
+def _count_error(exc: Exception, model: str | None, engine) -> ApiError:
+    """A count that could not run, answered as a generation would be (dispatch.start_generation)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, QueueFull):
+        return errors.queue_full(model or "?")
+    if isinstance(exc, QueueTimeout):
+        return errors.queue_timeout(model or "?", engine.config.scheduler.queue_timeout_ms)
+    if isinstance(exc, LoadRefused):
+        return errors.unavailable(str(exc), "load_refused", retry_after=5)
+    return errors.unavailable(str(exc), exc.code, retry_after=1)

@@ -13,6 +13,7 @@ from typing import Callable
 from laya_desktop.runners.cadence import STATS_PUSH_S
 from laya_desktop.telemetry.model_sample import MLX_FIGURES, ModelSample
 from laya_desktop.telemetry.ring import SeqRing
+from laya_desktop.telemetry.spare_fds import out_of_descriptors
 from laya_desktop.telemetry.system_sampler import SystemSampler, process_memory
 
 log = logging.getLogger("laya.telemetry")
@@ -59,9 +60,20 @@ class TelemetryService:
             kv_capacity_bytes=int(capacity * per_token) if capacity and per_token else None,
             active=served.active, queued=served.queue.queued,
             tokens_per_s=stats.get("tokens_per_s"),
+            prompt_cache={k: v for k, v in stats.items() if k.startswith("prompt_cache_")} or None,
             **{key: stats[key] for key in MLX_FIGURES if key in stats})
 
     def sample_once(self) -> dict:
+        try:
+            return self._sample_once()
+        except OSError as exc:
+            if not out_of_descriptors(exc):
+                raise
+        # every descriptor is taken (a connection flood): sample with the spare ones
+        with self.sampler.spare.released():
+            return self._sample_once()
+
+    def _sample_once(self) -> dict:
         sample = self.sampler.sample()
         gpu_by_pid: dict[int, int] = {}
         for gpu in sample["gpus"]:

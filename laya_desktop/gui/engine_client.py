@@ -8,11 +8,12 @@ path-qualified error list), so panels can show them as they are.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 from PySide6.QtCore import QCoreApplication
 
+from laya_desktop.config import app_token as app_token_file
 from laya_desktop.gui.chat_events import StreamStats
 from laya_desktop.gui.chat_stream import ChatStream
 from laya_desktop.gui.engine_errors import EngineError
@@ -29,10 +30,29 @@ class EngineClient:
     thread) ends every call in flight at once and fails later ones fast: a stalled engine must not
     hold the app open at exit."""
 
-    def __init__(self, base_url: str, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str, api_key: str | None = None,
+                 app_token: str | None = None) -> None:
+        """`app_token`: the token this app gives the engine it starts; the token file of the
+        engine that answers at base_url (on this machine) takes over once it is there."""
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = EngineHttp(self.base_url, self._headers, parent=QCoreApplication.instance())
+        self._own_token = app_token
+        self._use_token(app_token)
+
+    def _use_token(self, token: str | None) -> None:
+        self.app_token = token
+        self.http.set_header(app_token_file.HEADER, token)
+
+    def refresh_app_token(self) -> None:
+        """Read the token of the engine listening at base_url, if it runs on this machine: the
+        one we started, or one we attached to. Cheap (one small file); any thread."""
+        parts = urlsplit(self.base_url)
+        if parts.port is None or not app_token_file.is_local_host(parts.hostname or ""):
+            return
+        token = app_token_file.read_token(parts.port) or self._own_token
+        if token != self.app_token:
+            self._use_token(token)
 
     def abort(self) -> None:
         self.http.abort()
@@ -55,16 +75,32 @@ class EngineClient:
         if self.http.aborted:
             return False
         try:
-            return httpx.get(self.base_url + "/healthz", headers=self._headers, timeout=timeout,
-                             trust_env=False).status_code == 200
+            ok = httpx.get(self.base_url + "/healthz", headers=self._headers, timeout=timeout,
+                           trust_env=False).status_code == 200
         except httpx.HTTPError:
             return False
+        if ok:   # up: maybe a new engine at the address (attached to, or restarted), a new token
+            self.refresh_app_token()
+        return ok
 
     def get_config(self) -> dict:
         return self._get("/admin/config")
 
-    def put_config(self, config: dict) -> Any:
-        return self.http.call("PUT", "/admin/config", config, LOAD_TIMEOUT_S).json()
+    def get_config_revision(self) -> tuple[dict, str | None]:
+        """The applied config and its revision (the ETag that PUT takes back as If-Match)."""
+        answer = self.http.call("GET", "/admin/config", timeout_s=ADMIN_TIMEOUT_S)
+        return answer.json(), answer.headers.get("etag")
+
+    def put_config(self, config: dict, if_match: str | None = None) -> Any:
+        return self.put_config_revision(config, if_match)[0]
+
+    def put_config_revision(self, config: dict,
+                            if_match: str | None = None) -> tuple[dict, str | None]:
+        """PUT the whole config: the engine's answer ({"status", "config"}) and the new revision.
+        With `if_match`, a config changed since that revision is refused (409 config_conflict)."""
+        answer = self.http.call("PUT", "/admin/config", config, LOAD_TIMEOUT_S,
+                                headers={"If-Match": if_match} if if_match else None)
+        return answer.json(), answer.headers.get("etag")
 
     def explain(self, prompt: str, tags: list[str], model: str | None) -> dict:
         body: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}], "tags": tags}
@@ -95,12 +131,14 @@ class EngineClient:
         return self._post("/admin/route/replay", {"routes": routes}, timeout_s=LOAD_TIMEOUT_S)
 
     def semantic_probe(self, semantic: dict, prompts: list[str], recent: int = 200,
-                       precision: float = 0.95, others: list[dict] | None = None) -> dict:
+                       precision: float = 0.95, others: list[dict] | None = None,
+                       false_positive: float = 0.05) -> dict:
         """Scores for a semantic condition being edited (POST /admin/route/semantic); `others`:
         the other rules' {name, semantic}, which a learned head scores it against."""
         return self._post("/admin/route/semantic", {"semantic": semantic, "prompts": prompts,
                                                     "recent": recent, "precision": precision,
-                                                    "others": others or []},
+                                                    "others": others or [],
+                                                    "false_positive": false_positive},
                           timeout_s=LOAD_TIMEOUT_S)
 
     def route_stats(self, window_s: float) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, QUrl, Signal
@@ -34,6 +34,7 @@ _CONNECTION_LOST = (QNetworkReply.NetworkError.RemoteHostClosedError,
 class Answer:
     status: int
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)   # names in lower case
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -48,8 +49,10 @@ class Answer:
 class _Call:
     """One blocking call from a worker, waiting for the GUI thread's answer."""
 
-    def __init__(self, method: str, path: str, body: Any, timeout_s: float) -> None:
+    def __init__(self, method: str, path: str, body: Any, timeout_s: float,
+                 headers: dict[str, str] | None = None) -> None:
         self.method, self.path, self.body, self.timeout_s = method, path, body, timeout_s
+        self.headers = headers
         self.done = threading.Event()
         self.outcome: Answer | EngineError | None = None
 
@@ -80,6 +83,12 @@ class EngineHttp(QObject):
     def aborted(self) -> bool:
         return self._aborted
 
+    def set_header(self, name: str, value: str | None) -> None:
+        """Send `name: value` with every later request (None: no longer). Any thread: the list is
+        replaced whole, never changed in place under a request being built."""
+        kept = [(k, v) for k, v in self._headers if k.lower() != name.lower().encode()]
+        self._headers = kept + ([(name.encode(), value.encode())] if value else [])
+
     # --- the GUI thread ------------------------------------------------------------------------
     def _network(self) -> QNetworkAccessManager:
         # Made on first use, so that a process without a Qt application that only asks
@@ -95,7 +104,8 @@ class EngineHttp(QObject):
         return self._manager
 
     def send(self, method: str, path: str, body: Any, timeout_s: float,
-             on_finished: Callable[[QNetworkReply], None]) -> QNetworkReply:
+             on_finished: Callable[[QNetworkReply], None],
+             headers: dict[str, str] | None = None) -> QNetworkReply:
         """Start a request; `on_finished(reply)` runs once, when it ends (within `abort()` for an
         abort; on a later turn of the event loop for a request sent after it); the reply deletes
         itself afterwards."""
@@ -103,6 +113,8 @@ class EngineHttp(QObject):
         request.setTransferTimeout(int(timeout_s * 1000))
         for name, value in self._headers:
             request.setRawHeader(name, value)
+        for name, value in (headers or {}).items():   # this request's own (If-Match)
+            request.setRawHeader(name.encode(), value.encode())
         data = QByteArray(b"" if body is None else json.dumps(body).encode())
         if body is not None:
             request.setHeader(QNetworkRequest.KnownHeaders.ContentTypeHeader, "application/json")
@@ -118,17 +130,20 @@ class EngineHttp(QObject):
         return reply
 
     def fetch(self, method: str, path: str, body: Any, timeout_s: float,
-              on_answer: Callable[[Answer | EngineError], None]) -> QNetworkReply:
+              on_answer: Callable[[Answer | EngineError], None],
+              headers: dict[str, str] | None = None) -> QNetworkReply:
         """`send`, read whole: the answer (any status), or the error that left none."""
         return self.send(method, path, body, timeout_s,
-                         lambda reply: on_answer(self.answer_of(reply, timeout_s)))
+                         lambda reply: on_answer(self.answer_of(reply, timeout_s)), headers)
 
     def answer_of(self, reply: QNetworkReply, timeout_s: float) -> Answer | EngineError:
         failure = self.failure_of(reply, timeout_s)
         if failure is not None:
             return failure
         status = reply.attribute(QNetworkRequest.Attribute.HttpStatusCodeAttribute)
-        return Answer(int(status), bytes(reply.readAll().data()))
+        headers = {bytes(k.data()).decode("latin-1").lower(): bytes(v.data()).decode("latin-1")
+                   for k, v in reply.rawHeaderPairs()}
+        return Answer(int(status), bytes(reply.readAll().data()), headers)
 
     def failure_of(self, reply: QNetworkReply, timeout_s: float) -> EngineError | None:
         """Why a reply ended without a whole answer; None when it has one (whatever its status)."""
@@ -155,7 +170,7 @@ class EngineHttp(QObject):
     def _start_call(self, call: _Call) -> None:
         if not call.done.is_set():
             self.fetch(call.method, call.path, call.body, call.timeout_s,
-                       lambda outcome: self._settle(call, outcome))
+                       lambda outcome: self._settle(call, outcome), call.headers)
 
     def _settle(self, call: _Call, outcome: Answer | EngineError) -> None:
         with self._lock:
@@ -165,11 +180,12 @@ class EngineHttp(QObject):
             call.done.set()
 
     # --- any thread ----------------------------------------------------------------------------
-    def call(self, method: str, path: str, body: Any = None, timeout_s: float = 10.0) -> Answer:
+    def call(self, method: str, path: str, body: Any = None, timeout_s: float = 10.0,
+             headers: dict[str, str] | None = None) -> Answer:
         """Blocking, from a worker: the answer with status below 400, else its EngineError."""
         if threading.get_ident() == self._gui_thread:
             raise RuntimeError("a blocking HTTP call on the GUI thread: use send() or fetch()")
-        call = _Call(method, path, body, timeout_s)
+        call = _Call(method, path, body, timeout_s, headers)
         with self._lock:
             if self._aborted:
                 raise EngineError("the connection was closed", kind="aborted")

@@ -16,6 +16,7 @@ class EnginePoller(QObject):
     events = Signal(list)       # engine events (loads, unloads, crashes, emergency unloads)
     models = Signal(list)       # GET /admin/models rows
     config = Signal(dict)       # GET /admin/config, at the start and after each config_applied
+    config_revision = Signal(dict, object)   # the same config and its revision (ETag)
     restarted = Signal()        # the engine numbers from 0 again (a new engine process)
     failed = Signal(str)
 
@@ -60,11 +61,12 @@ class EnginePoller(QObject):
         telemetry = get(self.client.telemetry, telemetry_seq, default={})
         events = get(self.client.events, event_seq, default={})
         models = get(self.client.models, default=None)
-        config = get(self.client.get_config, default=None) if want_config else None
+        config = get(self.client.get_config_revision, default=None) if want_config else None
         return telemetry, events, models, (want_config, config), errors
 
     def _on_result(self, result: tuple) -> None:
-        telemetry, events, models, (asked_config, config), errors = result
+        telemetry, events, models, (asked_config, revised), errors = result
+        config, etag = revised if revised is not None else (None, None)
         if asked_config and config is None:
             self._want_config = True    # try again on the next tick
         if errors:
@@ -88,6 +90,7 @@ class EnginePoller(QObject):
                 self._want_config = True
         if isinstance(config, dict) and config:
             self.config.emit(config)
+            self.config_revision.emit(config, etag)
         if models is not None:
             self.models.emit(models)
 
@@ -96,4 +99,8 @@ class EnginePoller(QObject):
 
     def _on_finished(self) -> None:
         self._busy = False
+        if self._want_config and self._timer.isActive():
+            # a config_applied just seen: read the config now, not a tick later (a hand edit
+            # reaches the panels within about a second of its save)
+            QTimer.singleShot(0, self.poll)
 

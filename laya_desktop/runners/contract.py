@@ -4,7 +4,9 @@ runner_main drives one backend from one thread. Each call returns the events it 
 
 - `submit(cmd)` checks a generate command (`accept` below, the same checks and messages for every
   backend). A refused command gives `[error]`, `count_only` gives `[done("count")]`, any other
-  `[queued]`; the request then waits for a slot.
+  `[queued]`; the request then waits for a slot. A backend that prepares a request off its loop
+  (llama.cpp building a JSON-schema grammar) may answer `[]` and send `queued` or `error` from a
+  later `step()`; it then has `set_wake(callback)`, called when such work is done.
 - `step()` does a bounded piece of work (one decode step, or one prompt chunk), so that the loop
   reads cancels in between; `has_work()` says whether a step would do anything.
 - `cancel(id)` ends a queued or running request with `[done("cancelled")]` (its usage so far)
@@ -15,7 +17,8 @@ One request's events: `queued`, `token`* (text deltas), then exactly one `done` 
 finish_reason: "stop" (end of sequence or a stop string; the stop string itself is never sent),
 "length" (max_tokens, or the sequence reached n_ctx), "cancelled", "count". usage counts the
 prompt, the completion tokens (an end-of-sequence token is not one) and the prompt tokens whose KV
-was reused (`cached_tokens`).
+was reused (`cached_tokens`), with where it came from when there were any (`cached_from`: "slot",
+the sequence still held it; "ram" or "disk", the prompt cache, runners/prompt_cache.py).
 Error codes: bad_request (id, params, prompt, or a feature this backend lacks, named first in the
 message), context_length_exceeded (the prompt is longer than n_ctx), kv_full, internal (the
 backend failed mid-generation: its requests end, the runner goes on).

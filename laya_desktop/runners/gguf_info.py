@@ -21,6 +21,9 @@ from laya_desktop.runners.swa_layout import sliding_window_layers
 
 GGUF_MAGIC = b"GGUF"
 _KEEP_ARRAY_MAX = 1024  # arrays longer than this are counted, not kept (vocabularies, merges)
+# llama.cpp's own reader takes no arrays of arrays at all; a few levels are kept for other
+# writers. Deeper is a damaged or hostile file, refused before Python's stack runs out.
+MAX_ARRAY_DEPTH = 8
 
 # Value types of the GGUF format (gguf.GGUFValueType), as struct formats where fixed-size.
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
@@ -29,7 +32,12 @@ _STRING, _ARRAY = 8, 9
 
 
 class GgufError(ValueError):
-    """The file is not a GGUF model file or is damaged."""
+    """The file is not a GGUF model file or is damaged. `reason` says what, without the path
+    (for an answer to a client, who has no business knowing where the engine keeps its files)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,7 @@ class _Cursor:
 
     def need(self, n: int) -> None:
         if self.pos + n > self.end:
-            raise GgufError(f"{self.path}: truncated GGUF file (needs {n} bytes at offset {self.pos}, "
+            raise GgufError(self.path, f"truncated GGUF file (needs {n} bytes at offset {self.pos}, "
                             f"file has {self.end})")
 
     def unpack(self, fmt: str):
@@ -100,7 +108,7 @@ class _Cursor:
     def string(self) -> str:
         n = self.unpack("Q")
         if n > self.end:
-            raise GgufError(f"{self.path}: damaged GGUF file (string length {n} at offset {self.pos - 8})")
+            raise GgufError(self.path, f"damaged GGUF file (string length {n} at offset {self.pos - 8})")
         self.need(n)
         raw = bytes(self.buf[self.pos:self.pos + n])
         self.pos += n
@@ -115,22 +123,25 @@ class _Cursor:
                 self.need(8)
             pos += 8 + unpack("<Q", buf, pos)[0]
         if pos > end:
-            raise GgufError(f"{self.path}: truncated GGUF file (string array runs past the end)")
+            raise GgufError(self.path, f"truncated GGUF file (string array runs past the end)")
         self.pos = pos
 
-    def value(self, vtype: int):
+    def value(self, vtype: int, depth: int = 0):
         if vtype in _SCALAR:
             return self.unpack(_SCALAR[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= MAX_ARRAY_DEPTH:
+                raise GgufError(self.path, f"damaged GGUF file (arrays nested more than "
+                                           f"{MAX_ARRAY_DEPTH} deep at offset {self.pos})")
             itype = self.unpack("I")
             count = self.unpack("Q")
             if count > self.end:
-                raise GgufError(f"{self.path}: truncated or damaged GGUF file (an array of {count} "
+                raise GgufError(self.path, f"truncated or damaged GGUF file (an array of {count} "
                                 f"items at offset {self.pos} cannot fit in {self.end} bytes)")
             if count <= _KEEP_ARRAY_MAX:
-                return [self.value(itype) for _ in range(count)]
+                return [self.value(itype, depth + 1) for _ in range(count)]
             if itype in _SCALAR:
                 size = struct.calcsize("<" + _SCALAR[itype]) * count
                 self.need(size)
@@ -139,9 +150,9 @@ class _Cursor:
                 self.skip_strings(count)
             else:
                 for _ in range(count):
-                    self.value(itype)
+                    self.value(itype, depth + 1)
             return _LongArray(count)
-        raise GgufError(f"{self.path}: damaged GGUF file "
+        raise GgufError(self.path, f"damaged GGUF file "
                         f"(unknown value type {vtype} at offset {self.pos - 4})")
 
 
@@ -192,7 +203,7 @@ def read_gguf_info(path) -> GgufInfo:
     path = os.fspath(path)
     size = os.path.getsize(path)
     if size < 24:
-        raise GgufError(f"{path}: not a GGUF file (only {size} bytes)")
+        raise GgufError(path, f"not a GGUF file (only {size} bytes)")
     with open(path, "rb") as f:
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return _parse(buf, path, size)
@@ -200,17 +211,17 @@ def read_gguf_info(path) -> GgufInfo:
 
 def _parse(buf, path: str, size: int) -> GgufInfo:
     if bytes(buf[:4]) != GGUF_MAGIC:
-        raise GgufError(f"{path}: not a GGUF file (starts with {bytes(buf[:4])!r}, expected b'GGUF')")
+        raise GgufError(path, f"not a GGUF file (starts with {bytes(buf[:4])!r}, expected b'GGUF')")
     cur = _Cursor(buf, path)
     cur.pos = 4
     version = cur.unpack("I")
     if version not in (2, 3):
         hint = " (a big-endian file?)" if version > 0xFFFF else ""
-        raise GgufError(f"{path}: unsupported GGUF version {version}{hint}; versions 2 and 3 are read")
+        raise GgufError(path, f"unsupported GGUF version {version}{hint}; versions 2 and 3 are read")
     n_tensors = cur.unpack("Q")
     n_kv = cur.unpack("Q")
     if n_tensors > size or n_kv > size:
-        raise GgufError(f"{path}: damaged GGUF header ({n_tensors} tensors, {n_kv} keys)")
+        raise GgufError(path, f"damaged GGUF header ({n_tensors} tensors, {n_kv} keys)")
 
     meta: dict = {}
     for _ in range(n_kv):
@@ -226,7 +237,7 @@ def _parse(buf, path: str, size: int) -> GgufInfo:
         name = cur.string()
         n_dims = cur.unpack("I")
         if n_dims > 8:
-            raise GgufError(f"{path}: damaged tensor table ({name!r} has {n_dims} dimensions)")
+            raise GgufError(path, f"damaged tensor table ({name!r} has {n_dims} dimensions)")
         shape = tuple(cur.unpack("Q") for _ in range(n_dims))
         n_elements = math.prod(shape)
         ttype = cur.unpack("I")
@@ -247,7 +258,7 @@ def _parse(buf, path: str, size: int) -> GgufInfo:
 
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or not arch:
-        raise GgufError(f"{path}: GGUF file without general.architecture (not a model file?)")
+        raise GgufError(path, f"GGUF file without general.architecture (not a model file?)")
 
     def get(key: str, default=None):
         return meta.get(f"{arch}.{key}", default)

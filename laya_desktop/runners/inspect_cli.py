@@ -79,13 +79,15 @@ def run_inspect(args) -> int:
             path = resolve_model_path(path)
         info = read_gguf_info(path)
         estimate = estimate_memory(info, n_ctx, parallel, kv_type)
-    except (GgufError, OSError, ValueError) as exc:
+    except Exception as exc:   # a file this reader trips on is one line and exit 1, never a traceback
         if isinstance(exc, GgufError):
             message = str(exc)
         elif isinstance(exc, OSError):
             message = f"{args.file}: {exc.strerror or exc}"
-        else:
+        elif isinstance(exc, ValueError):
             message = f"{args.file}: {exc}"
+        else:
+            message = f"{args.file}: damaged GGUF file ({type(exc).__name__})"
         if as_json:
             print(json.dumps({"error": {"message": message, "file": str(args.file)}}))
         print(f"laya models inspect: {message}", file=sys.stderr)

@@ -6,6 +6,11 @@ still being read (policy in batching.py), calls llama_decode once, and samples e
 that produced logits with its own sampler chain. Requests join and leave between steps. A
 finished request leaves its KV in the slot so the next request with the same prefix (a system
 prompt, the previous chat turn) reads only the rest.
+
+A request with a JSON schema never makes the loop wait for its grammar: schema_limits refuses a
+schema the grammar code could crash or stall on, grammar_worker builds the grammar sampler on a
+thread (the request is `queued` once it is built), and sampling_worker samples its tokens on
+another while the loop decodes the other sequences.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import collections
 import ctypes
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field
 import llama_cpp as L
 import numpy as np
 
+from laya_desktop.app_files import prompt_cache_dir
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, plan_batch
 from laya_desktop.runners.builtin import resolve_model_path
@@ -27,8 +34,14 @@ from laya_desktop.runners.chat_templates import normalize_messages, select_forma
 from laya_desktop.runners.contract import Accepted, accept
 from laya_desktop.runners.llama_sampling import greedy_token, logprob_entry, make_sampler
 from laya_desktop.runners.gguf_info import GgufError, read_gguf_info
+from laya_desktop.runners.grammar_worker import GrammarWorker
 from laya_desktop.runners.memory_estimate import KV_ELEMENT_BYTES, kv_bytes_per_token_of
+from laya_desktop.runners.prompt_cache import PromptCache
+from laya_desktop.runners.prompt_cache_key import cache_key
+from laya_desktop.runners.prompt_cache_state import copy_in, copy_out
+from laya_desktop.runners.sampling_worker import SamplingWorker
 from laya_desktop.runners.repacked_weights import release_file_pages, repacked_tensors
+from laya_desktop.runners.schema_limits import SchemaTooLarge, check_schema
 from laya_desktop.runners.sliding_window import SlidingWindows
 from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
 from laya_desktop.runners.thread_governor import ThreadGovernor
@@ -95,8 +108,11 @@ class Request:
     slot: "Slot | None" = None
     n_done: int = 0                 # prompt tokens whose KV is in the slot
     cached_tokens: int = 0
+    cached_from: str | None = None  # "slot" | "ram" | "disk": where cached_tokens' KV came from
     completion_tokens: int = 0
     next_token: int | None = None   # sampled, to be decoded in the next step
+    sampling: bool = False          # its grammar chain is on the sampling worker
+    released: bool = False
 
 
 @dataclass
@@ -179,6 +195,7 @@ class LlamaCppBackend:
         self.n_ctx = min(self.n_ctx, L.llama_n_ctx_seq(self.ctx))
         self.mem = L.llama_get_memory(self.ctx)
         self.windows = SlidingWindows(self.ctx, self.mem, self.n_swa) if self.n_swa else None
+        self.prompt_cache = self._open_prompt_cache(spec, cparams)
         self.batch = L.llama_batch_init(self.n_batch, 0, 1)
         self._b_token = np.ctypeslib.as_array(self.batch.token, shape=(self.n_batch,))
         self._b_pos = np.ctypeslib.as_array(self.batch.pos, shape=(self.n_batch,))
@@ -204,8 +221,14 @@ class LlamaCppBackend:
 
         self.slots = [Slot(seq_id=i) for i in range(self.parallel)]
         self.waiting: collections.deque[Request] = collections.deque()
+        # requests whose grammar the worker is building; they join `waiting` once it is built
+        self.compiling: dict[str, Request] = {}
+        self._grammars: GrammarWorker | None = None   # started by the first schema
+        self._sampling: SamplingWorker | None = None
+        self._wake = None
         self._rate: collections.deque[tuple[float, int, float]] = collections.deque()
         self._totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+        self._cached_from: collections.Counter = collections.Counter()   # requests by source
 
     def _release_repacked_originals(self) -> int:
         """Give back the mapped pages of the weights llama.cpp copied into its repacked buffer
@@ -222,6 +245,18 @@ class LlamaCppBackend:
 
     def _batch_size(self) -> int:
         return max(N_BATCH, self.parallel)
+
+    def _open_prompt_cache(self, spec: dict, cparams) -> PromptCache | None:
+        budgets = spec.get("prompt_cache") or {}
+        ram_mb, disk_mb = int(budgets.get("ram_mb") or 0), int(budgets.get("disk_mb") or 0)
+        if spec.get("embedding") or not (ram_mb or disk_mb):
+            return None
+        key = cache_key(self.path, n_ctx=self.n_ctx, kv_cache_type=self.kv_cache_type,
+                        flash_attn=int(cparams.flash_attn_type),
+                        n_gpu_layers=int(spec.get("n_gpu_layers") or 0), cpu_repack=self.cpu_repack,
+                        n_swa=self.n_swa, rope_scaling=self.rope_scaling)
+        folder = prompt_cache_dir() / re.sub(r"[^A-Za-z0-9._-]", "_", self.name)[:80]
+        return PromptCache(key, folder, ram_mb << 20, disk_mb << 20, self.n_swa)
 
     def _configure_context(self, cparams) -> None:
         """Hook for a subclass (the embedding backend) to change the context's parameters."""
@@ -326,17 +361,56 @@ class LlamaCppBackend:
         bad = [t for t in params.logit_bias if not 0 <= t < self.n_vocab]
         if bad:
             return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
-        try:   # built now, so that a schema llama.cpp cannot compile is refused at once
-            sampler = make_sampler(params, self.vocab, self.n_vocab, self.n_ctx)
-        except P.BadRequest as exc:
-            return [P.error(req_id, "bad_request", str(exc))]
-        max_tokens = params.max_tokens or self.n_ctx
-        self.waiting.append(Request(req_id, prompt, params, TextStream(accepted.stops),
-                                    max_tokens, sampler))
+        req = Request(req_id, prompt, params, TextStream(accepted.stops),
+                      params.max_tokens or self.n_ctx)
+        if params.json_schema is not None:
+            return self._compile(req)
+        req.sampler = make_sampler(params, self.vocab, self.n_vocab, self.n_ctx)
+        self.waiting.append(req)
         return [P.queued(req_id, len(prompt))]
 
+    def set_wake(self, wake) -> None:
+        """runner_main's way to be woken when a grammar is built while it waits for commands."""
+        self._wake = wake
+
+    def _compile(self, req: Request) -> list[dict]:
+        """Queue the request's grammar on the worker; `queued` (or the error) follows once it
+        is built, so a schema the grammar code refuses is still refused before any token."""
+        try:
+            check_schema(req.params.json_schema)
+        except SchemaTooLarge as exc:
+            return [P.error(req.id, exc.code, f"response_format: {exc}")]
+        if self._grammars is None:
+            self._grammars = GrammarWorker(self.vocab, self._woken)
+            self._sampling = SamplingWorker(self.n_vocab, self._woken)
+        self.compiling[req.id] = req
+        self._grammars.submit(req.id, req.params.json_schema)
+        return []
+
+    def _woken(self) -> None:
+        if self._wake is not None:
+            self._wake()
+
+    def _built(self) -> list[dict]:
+        """Requests whose grammar is built join the queue; refused ones end."""
+        events = []
+        for req_id, grammar, error in self._grammars.take() if self._grammars else ():
+            req = self.compiling.pop(req_id, None)
+            if req is None:   # cancelled while its grammar was being built
+                if grammar:
+                    L.llama_sampler_free(grammar)
+                continue
+            if error is not None:
+                events.append(P.error(req_id, *error))
+                continue
+            req.sampler = make_sampler(req.params, self.vocab, self.n_vocab, self.n_ctx, grammar)
+            self.waiting.append(req)
+            events.append(P.queued(req_id, len(req.prompt)))
+        return events
+
     def _live_ids(self) -> set[str]:
-        return {r.id for r in self.waiting} | {s.request.id for s in self.slots if s.request}
+        return ({r.id for r in self.waiting} | {s.request.id for s in self.slots if s.request}
+                | set(self.compiling))
 
     def _prompt(self, cmd: dict) -> tuple[list[int], list[str]]:
         if cmd.get("kind") == "chat":
@@ -358,6 +432,8 @@ class LlamaCppBackend:
         return prompt, stops
 
     def cancel(self, req_id: str) -> list[dict]:
+        if req_id in self.compiling:
+            return [self._done_event(self.compiling.pop(req_id), "cancelled")]
         for req in self.waiting:
             if req.id == req_id:
                 self.waiting.remove(req)
@@ -369,16 +445,23 @@ class LlamaCppBackend:
         return []
 
     def has_work(self) -> bool:
-        return bool(self.waiting) or any(s.request is not None for s in self.slots)
+        """Whether a step would do something; a sequence whose token is on the sampling worker
+        waits for it without spinning the loop (the worker wakes it)."""
+        if self.waiting or any(s.request is not None and not s.request.sampling
+                               for s in self.slots):
+            return True
+        return self._grammars is not None and (self._grammars.has_ready()
+                                               or self._sampling.has_ready())
 
     # --- one step --------------------------------------------------------------------------------
 
     def step(self) -> list[dict]:
         """Admit waiting requests, decode one batch, sample every sequence that produced logits."""
+        built = self._built() + self._sampled_off_loop() if self._grammars is not None else []
         self._admit()
         decoding, chunks = self._schedule()
         if not decoding and not chunks:
-            return []
+            return built
         outputs = self._fill_batch(decoding, chunks)
         batch = None if chunks else len(decoding)   # only decode-only steps are compared
         threads = self._set_threads(batch)
@@ -394,12 +477,30 @@ class LlamaCppBackend:
         for r, take in chunks:
             r.slot.tokens.extend(r.prompt[r.n_done:r.n_done + take])
             r.n_done += take
-            if self.windows is not None and r.n_done == len(r.prompt):
-                self.windows.save(r.slot.seq_id, r.n_done)
-        events = []
+            if r.n_done == len(r.prompt):
+                if self.windows is not None:
+                    self.windows.save(r.slot.seq_id, r.n_done)
+                if self.prompt_cache is not None:
+                    self._save_prompt(r)
+        events = built
         for r, idx in outputs:
+            if r.params.json_schema is not None:   # the grammar's time is not the batch's
+                r.sampling = True
+                self._sampling.submit(r, r.sampler, self._logit_row(idx).copy())
+                continue
             events.extend(self._sampled(r, self._sample(r, idx), idx))
         self._record_rate(len(decoding), time.perf_counter() - t0)
+        return events
+
+    def _sampled_off_loop(self) -> list[dict]:
+        events = []
+        for r, tok, row in self._sampling.take():
+            r.sampling = False
+            if r.released:   # cancelled meanwhile: the chain was the worker's until now
+                L.llama_sampler_free(r.sampler)
+                r.sampler = None
+                continue
+            events.extend(self._sampled(r, tok, None, row))
         return events
 
     def _sample(self, r: Request, idx: int) -> int:
@@ -489,6 +590,11 @@ class LlamaCppBackend:
             req = self.waiting.popleft()
             index, keep = choose_slot(req.prompt, free)
             slot = self.slots[index]
+            source = "slot"
+            if self.prompt_cache is not None:
+                restored = self._restore(slot, req.prompt, keep)
+                if restored is not None:
+                    keep, source = restored
             if keep < len(slot.tokens):
                 if self.windows is not None:
                     keep = self.windows.usable_prefix(slot.seq_id, keep)
@@ -497,7 +603,44 @@ class LlamaCppBackend:
                     keep = 0
             self._truncate(slot, keep)
             req.slot, req.n_done, req.cached_tokens = slot, keep, keep
+            req.cached_from = source if keep else None
             slot.request, slot.last_used = req, time.monotonic()
+
+    def _restore(self, slot: Slot, prompt: list[int], keep: int) -> tuple[int, str] | None:
+        """Load into the slot the saved state sharing the longest prefix with `prompt`, when it
+        beats the slot's own `keep` tokens: (the slot's shared tokens now, source), or None
+        when nothing was loaded. The caller truncates the slot to the shared prefix."""
+        match = self.prompt_cache.lookup(prompt, keep)
+        if match is None:
+            return None
+        t0 = time.perf_counter()
+        got = self.prompt_cache.take(match)
+        if got is None:
+            return None
+        data, tokens = got
+        self._truncate(slot, 0)
+        if not copy_in(self.ctx, self.mem, slot.seq_id, data):
+            log.warning("prompt cache: llama.cpp refused a saved state of %d tokens; reading "
+                        "the prompt instead", tokens.size)
+            return 0, "slot"
+        slot.tokens = tokens.tolist()
+        keep = match.n_tokens
+        if self.windows is not None:
+            keep = self.windows.usable_prefix(slot.seq_id, keep)
+        self.prompt_cache.restored(match, keep, time.perf_counter() - t0)
+        return keep, match.source
+
+    def _save_prompt(self, r: Request) -> None:
+        """Keep the state of the prompt just read in the prompt cache. Only the copy out of the
+        KV cache runs here, in the loop (llama.cpp's context is not for two threads); the
+        checksum and the file are the cache's writer thread's."""
+        if not self.prompt_cache.wants(r.prompt):
+            return
+        t0 = time.perf_counter()
+        data = copy_out(self.ctx, r.slot.seq_id)
+        if data is not None:
+            pos_min = L.llama_memory_seq_pos_min(self.mem, r.slot.seq_id)
+            self.prompt_cache.put(r.prompt, pos_min, data, time.perf_counter() - t0)
 
     def _truncate(self, slot: Slot, n_tokens: int) -> None:
         """The slot's cache now holds its first n_tokens tokens only."""
@@ -505,7 +648,7 @@ class LlamaCppBackend:
         if self.windows is not None:
             self.windows.truncated(slot.seq_id, n_tokens)
 
-    def _sampled(self, r: Request, tok: int, idx: int) -> list[dict]:
+    def _sampled(self, r: Request, tok: int, idx: int | None, row=None) -> list[dict]:
         """Events for a sampled token. An end-of-generation token is neither text nor a
         completion token (as on MLX); with logprobs every other token gets a token event, its
         text empty while held back, so each completion token has its logprobs entry."""
@@ -515,8 +658,8 @@ class LlamaCppBackend:
         r.completion_tokens += 1
         entry = None
         if r.params.logprobs:
-            entry = logprob_entry(L.llama_get_logits_ith(self.ctx, idx), self.n_vocab, tok,
-                                  r.params.top_logprobs, self.piece)
+            logits = row if row is not None else L.llama_get_logits_ith(self.ctx, idx)
+            entry = logprob_entry(logits, self.n_vocab, tok, r.params.top_logprobs, self.piece)
         text = r.stream.push(piece)
         if r.stream.stopped:
             return self._text(r, text, entry) + [self._finish(r, "stop")]
@@ -537,9 +680,10 @@ class LlamaCppBackend:
 
     def _release(self, r: Request) -> None:
         """Free the request's slot; its KV stays there for prefix reuse by a later request."""
+        r.released = True
         if r.slot is not None:
             r.slot.request, r.slot.last_used = None, time.monotonic()
-        if r.sampler is not None:
+        if r.sampler is not None and not r.sampling:
             L.llama_sampler_free(r.sampler)
             r.sampler = None
 
@@ -549,7 +693,10 @@ class LlamaCppBackend:
         t["prompt_tokens"] += len(r.prompt)
         t["cached_tokens"] += r.cached_tokens
         t["completion_tokens"] += r.completion_tokens
-        return P.done(r.id, reason, len(r.prompt), r.completion_tokens, r.cached_tokens)
+        if r.cached_from is not None:
+            self._cached_from[r.cached_from] += 1
+        return P.done(r.id, reason, len(r.prompt), r.completion_tokens, r.cached_tokens,
+                      r.cached_from)
 
     def _decode_failed(self, rc: int, requests: list[Request]) -> list[dict]:
         code = "kv_full" if rc == 1 else "internal"
@@ -588,7 +735,8 @@ class LlamaCppBackend:
                 "kv_bytes_per_token": self.kv_bytes_per_token,
                 "kv_used_bytes": self._kv_bytes(used, used_window),
                 "kv_capacity_bytes": self._kv_bytes(cells, window),
-                "active": sum(s.request is not None for s in self.slots), "queued": len(self.waiting),
+                "active": sum(s.request is not None for s in self.slots),
+                "queued": len(self.waiting) + len(self.compiling),
                 "parallel": self.parallel, "tokens_per_s": self.tokens_per_s(),
                 "n_threads_now": self._threads_now,
                 # the governor's switches and its steps by thread count: how much of a run it
@@ -599,9 +747,29 @@ class LlamaCppBackend:
                 "requests_total": self._totals["requests"],
                 "prompt_tokens_total": self._totals["prompt_tokens"],
                 "cached_tokens_total": self._totals["cached_tokens"],
-                "completion_tokens_total": self._totals["completion_tokens"]}
+                "completion_tokens_total": self._totals["completion_tokens"],
+                **(self._grammars.stats() if self._grammars else
+                   {"grammar_cache_hits": 0, "grammar_cache_misses": 0}),
+                **self._prompt_cache_stats()}
+
+    def _prompt_cache_stats(self) -> dict:
+        if self.prompt_cache is None:
+            return {}
+        return {"prompt_cache_hits_slot": self._cached_from["slot"], **self.prompt_cache.stats()}
 
     def close(self) -> None:
+        if getattr(self, "prompt_cache", None) is not None:
+            self.prompt_cache.close()   # pending writes finish: the next runner reads them
+            self.prompt_cache = None
+        if getattr(self, "_grammars", None) is not None:
+            self._grammars.close()
+            self._sampling.close()
+            for r, _, _ in self._sampling.take():
+                r.sampling = False
+                if r.released and r.sampler is not None:
+                    L.llama_sampler_free(r.sampler)
+                    r.sampler = None
+            self._grammars = None
         for slot in self.slots if hasattr(self, "slots") else []:
             if slot.request is not None:
                 self._release(slot.request)

@@ -70,10 +70,11 @@ def greedy_token(row: np.ndarray) -> int:
     return int(row.argmax())
 
 
-def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
+def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int, grammar=None):
     """The request's sampler chain, or None for plain greedy (`plain_greedy`: the caller picks
     with `greedy_token`); the caller frees a chain with llama_sampler_free. `n_ctx` is the
-    sequence's context, which a look-back of -1 means."""
+    sequence's context, which a look-back of -1 means. `grammar` is the request's grammar
+    sampler (grammar_worker builds it off the decode loop); the chain takes it over."""
     if plain_greedy(p):
         return None
     chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
@@ -92,12 +93,9 @@ def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
                                      _look_back(p.dry_penalty_last_n, n_ctx), breakers,
                                      len(DRY_SEQUENCE_BREAKERS)))
     if p.json_schema is not None:
-        grammar = L.llama_sampler_init_grammar(vocab, schema_grammar(p.json_schema).encode(),
-                                               b"root")
         if not grammar:
             L.llama_sampler_free(chain)
-            raise P.BadRequest("response_format: llama.cpp could not parse the grammar built "
-                               "from the JSON schema")
+            raise ValueError("a json_schema request needs its grammar sampler built first")
         add(grammar)
     if p.temperature <= 0:
         add(L.llama_sampler_init_greedy())
@@ -114,10 +112,12 @@ def make_sampler(p: P.SamplingParams, vocab, n_vocab: int, n_ctx: int):
     return chain
 
 
-def logprob_entry(logits: ctypes.Array, n_vocab: int, token: int, top_n: int, piece) -> dict:
+def logprob_entry(logits, n_vocab: int, token: int, top_n: int, piece) -> dict:
     """The sampled token's log-probability under the model's raw logits (before bias, penalties,
     grammar and temperature, as OpenAI reports them) and the `top_n` most likely tokens."""
-    row = np.ctypeslib.as_array(logits, shape=(n_vocab,)).astype(np.float64)
+    if not isinstance(logits, np.ndarray):   # a copied row when sampled off the decode loop
+        logits = np.ctypeslib.as_array(logits, shape=(n_vocab,))
+    row = logits.astype(np.float64)
     top = row.max()
     logprobs = row - (top + np.log(np.exp(row - top).sum()))
     entry = _token_entry(token, float(logprobs[token]), piece)

@@ -66,10 +66,14 @@ def embeddings(req_id: str, data: list[list[float]], prompt_tokens: int) -> dict
 
 
 def done(req_id: str, finish_reason: str, prompt_tokens: int, completion_tokens: int,
-         cached_tokens: int = 0) -> dict:
-    return {"event": "done", "id": req_id, "finish_reason": finish_reason,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "cached_tokens": cached_tokens}}
+         cached_tokens: int = 0, cached_from: str | None = None) -> dict:
+    """`cached_from`: where the cached tokens' KV came from, "slot" (the sequence still held
+    it), "ram" or "disk" (the prompt cache); absent when there were none."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "cached_tokens": cached_tokens}
+    if cached_from is not None:
+        usage["cached_from"] = cached_from
+    return {"event": "done", "id": req_id, "finish_reason": finish_reason, "usage": usage}
 
 
 def error(req_id: str | None, code: str, message: str) -> dict:

@@ -26,6 +26,7 @@ log = logging.getLogger("laya.runner")
 IDLE_WAIT_S = 1.0
 HEARTBEAT_S = 0.5           # the engine takes a runner silent for 2 s or more (with work) as hung
 _EOF = None
+_WAKE = object()            # a backend's worker finished something (a grammar): look now
 
 
 class EventWriter:
@@ -118,6 +119,8 @@ def run_runner(args) -> int:
     log.info("ready: %s", json.dumps(info))
     out.write([P.ready(info)])
     commands: queue.Queue = queue.Queue()
+    if hasattr(backend, "set_wake"):
+        backend.set_wake(lambda: commands.put(_WAKE))
     threading.Thread(target=_read_stdin, args=(commands,), name="stdin", daemon=True).start()
     threading.Thread(target=_heartbeat, args=(out,), name="heartbeat", daemon=True).start()
     try:
@@ -144,10 +147,12 @@ class Runner:
             except queue.Empty:
                 line = ...
             while line is not ...:
-                if line is _EOF:
+                if line is _WAKE:
+                    pass   # has_work() is true now; the step below takes the worker's results
+                elif line is _EOF:
                     log.info("stdin closed: the engine is gone, exiting")
                     return 0
-                if self._handle(line) == "shutdown":
+                elif self._handle(line) == "shutdown":
                     log.info("shutdown")
                     return 0
                 try:

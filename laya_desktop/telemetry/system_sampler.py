@@ -17,6 +17,7 @@ import sys
 import time
 
 from laya_desktop.telemetry.gpu import GpuSampler
+from laya_desktop.telemetry.spare_fds import SpareFds
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -29,11 +30,13 @@ class SystemSampler:
         self._clock = clock
         self._prev_swap: tuple[float, int, int] | None = None
         self._psutil = None
+        self.spare = SpareFds()   # for samples when the process has no descriptor left
 
     def start(self) -> None:
         """Import psutil and look for the GPUs (NVML) now instead of on the first sample:
         blocking, so a worker thread's job."""
         if self._psutil is None:
+            self.spare.fill()
             import psutil
             psutil.cpu_percent(interval=None)  # the first call only sets the reference point
             self._psutil = psutil
@@ -69,6 +72,7 @@ class SystemSampler:
 
     def close(self) -> None:
         self.gpu.close()
+        self.spare.close()
 
 
 def sample_system(sampler: SystemSampler | None = None) -> dict:

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from laya_desktop.engine.errors import ApiError, bad_request
-from laya_desktop.engine.request_body import MAX_STOP_STRINGS, TOOL_NAME
+from laya_desktop.engine.field_limits import MAX_STOP_STRINGS, TOOL_NAME, TOOL_NAME_RULE
 
 # Fields with a local meaning, and hints that are accepted and change nothing (see above).
 BODY_FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "temperature",
@@ -264,8 +264,7 @@ def _tool(tool: Any, where: str, loaded: set[str]) -> dict | None:
     if tool.get("strict"):
         raise _unsupported(f"{where}.strict", " (a forced tool_choice keeps a call to its schema)")
     if not isinstance(tool.get("name"), str) or not TOOL_NAME.match(tool["name"]):
-        raise _invalid(f"'{where}.name' must be a name of letters, digits, '_' or '-'",
-                       "invalid_tools")
+        raise _invalid(f"'{where}.name' must be {TOOL_NAME_RULE}", "invalid_tools")
     if not isinstance(tool.get("input_schema"), dict):
         raise _invalid(f"'{where}.input_schema' must be a JSON schema object", "invalid_tools")
     if tool.get("defer_loading") and tool["name"] not in loaded:
@@ -341,6 +340,10 @@ def _check_hints(body: dict) -> None:
         raise _invalid(f"'thinking.type' must be one of {list(THINKING_TYPES)}")
     if body.get("metadata") is not None and not isinstance(body["metadata"], dict):
         raise _invalid("'metadata' must be an object")
+    if body.get("service_tier") is not None and not isinstance(body["service_tier"], str):
+        raise _invalid("'service_tier' must be a string")
+    if body.get("cache_control") is not None and not isinstance(body["cache_control"], dict):
+        raise _invalid("'cache_control' must be an object")
     management = body.get("context_management")
     if management is None:
         return

@@ -134,7 +134,7 @@ def remember(call: Call, meta: Meta, response: dict, text: str, tool_calls: list
             index = next(i for i, c in enumerate(tool_calls) if c.id == item["call_id"])
             items[item["id"]] = [{"role": "assistant", "content": None, "tool_calls": [chat_calls[index]]}]
     store.put(StoredResponse(response["id"], [*call.options.get("conversation", []), answer],
-                             response, items))
+                             response, items, call.options.get("body_bytes", 0)))
 
 
 def _has_responses_upstream(engine: Any) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from laya_desktop.engine.errors import ApiError, bad_request
+from laya_desktop.engine.field_limits import TOOL_NAME, TOOL_NAME_RULE, check_tool_count
 from laya_desktop.engine.response_store import ResponseStore
 
 # Accepted, and without effect on a local answer: caching hints, tracing, billing, reasoning
@@ -32,6 +33,8 @@ MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 FIELD_NAMES = {"response_format": "text.format", "max_tokens": "max_output_tokens",
                "tools": "tools", "tool_choice": "tool_choice", "logprobs": "include",
                "top_logprobs": "top_logprobs", "messages": "input"}
+HINT_TYPES = (("reasoning", dict, "an object"), ("stream_options", dict, "an object"),
+              ("service_tier", str, "a string"), ("prompt_cache_retention", str, "a string"))
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 CUSTOM_PARAMETERS = {"type": "object", "properties": {"input": {"type": "string"}},
                      "required": ["input"]}
@@ -206,8 +209,8 @@ def _merge_leading_system(messages: list[dict]) -> list[dict]:
 # -- tools ----------------------------------------------------------------------------------------
 def _function(tool: dict, where: str, parameters: Any = None, description: str | None = None) -> dict:
     name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise bad_request(f"'{where}.name' must be a non-empty string", "invalid_tools")
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise bad_request(f"'{where}.name' must be {TOOL_NAME_RULE}", "invalid_tools")
     fn: dict[str, Any] = {"name": name}
     if description is None:
         description = tool.get("description")
@@ -277,6 +280,25 @@ def convert_tools(tools: Any, out: Converted) -> list[dict]:
     return chat_tools
 
 
+def _allowed_names(tools: Any) -> set[str]:
+    """The names in `tool_choice.tools` ([{"type": "function", "name": ...}, ...])."""
+    if not isinstance(tools, list):
+        raise bad_request("'tool_choice.tools' must be an array of tools", "invalid_tool_choice")
+    check_tool_count("tool_choice.tools", tools, "responses")
+    names = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise bad_request(f"'tool_choice.tools[{i}]' must be an object", "invalid_tool_choice")
+        name = tool.get("name")
+        if name is None and tool.get("type") not in ("function", "custom"):
+            continue   # a hosted tool (web_search): never called here
+        if not isinstance(name, str):
+            raise bad_request(f"'tool_choice.tools[{i}].name' must be a string",
+                              "invalid_tool_choice")
+        names.add(name)
+    return names
+
+
 def convert_tool_choice(choice: Any, chat_tools: list[dict]) -> tuple[Any, list[dict]]:
     if choice is None or choice in ("auto", "none", "required"):
         return choice, chat_tools
@@ -286,7 +308,7 @@ def convert_tool_choice(choice: Any, chat_tools: list[dict]) -> tuple[Any, list[
             raise bad_request("'tool_choice.name' must be a string", "invalid_tool_choice")
         return {"type": "function", "function": {"name": choice["name"]}}, chat_tools
     if kind == "allowed_tools":
-        allowed = {t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)}
+        allowed = _allowed_names(choice.get("tools"))
         mode = choice.get("mode", "auto")
         if mode not in ("auto", "required"):
             raise bad_request("'tool_choice.mode' must be 'auto' or 'required'", "invalid_tool_choice")
@@ -339,6 +361,11 @@ def _refuse(body: dict) -> None:
     store = body.get("store")
     if store is not None and not isinstance(store, bool):
         raise bad_request("'store' must be a boolean", "invalid_store")
+    # accepted without effect, but still of the type the API documents (user, metadata and the
+    # ids: engine/field_limits.py)
+    for name, kind, shown in HINT_TYPES:
+        if body.get(name) is not None and not isinstance(body[name], kind):
+            raise bad_request(f"'{name}' must be {shown}", f"invalid_{name}")
 
 
 def to_chat(body: Any, store: ResponseStore | None, defer_unknown: bool = False) -> Converted:
