@@ -1,12 +1,21 @@
 """Shared fixtures: the models tests run on."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))   # tests import the factories by module name
+# Engines in tests keep their saved prompt states (models[].prompt_cache) in a folder of this
+# session, never in the user's cache folder, where a state of an earlier run would be restored.
+if "LAYA_PROMPT_CACHE_DIR" not in os.environ:
+    os.environ["LAYA_PROMPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="laya-test-prompt-cache-")
+    atexit.register(shutil.rmtree, os.environ["LAYA_PROMPT_CACHE_DIR"], True)
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ from laya_desktop.runners.memory_estimate import mlx_kv_bytes_per_token
 from laya_desktop.runners.mlx_engine import (BatchEngine, PromptCache, SequentialEngine,
                                              activation_dtype_bytes, make_sampling, mlx_memory)
 from laya_desktop.runners.mlx_prompt import MlxPrompt
+from laya_desktop.runners.mlx_prompt_state import MlxSavedPrompts
 
 DEFAULT_PREFILL_STEP = 512  # tokens per prefill chunk: the longest a step() may run on a prompt
 TPS_WINDOW_S = 5.0
@@ -63,6 +64,7 @@ class _Request:
     detok: Any = None
     uid: int | None = None
     cached_tokens: int = 0
+    cached_from: str | None = None   # "slot" | "ram" | "disk"
     completion_tokens: int = 0
 
 
@@ -98,6 +100,8 @@ class MlxBackend:
         self._running: dict[int, _Request] = {}  # engine uid -> request
         self._ids: dict[str, _Request] = {}
         self._prompt_cache = PromptCache()
+        # beyond the last sequence's cache: saved prompts in RAM and on disk (prompt_cache.py)
+        self._saved = MlxSavedPrompts.open(spec, str(path), self._n_ctx)
         self._generated: collections.deque[tuple[float, int]] = collections.deque()
 
     # --- interface ---
@@ -168,9 +172,13 @@ class MlxBackend:
             "queued": len(self._queue),
             "tokens_per_s": self._tokens_per_s(),
             **mlx_memory(),
+            **(self._saved.stats() if self._saved is not None else {}),
         }
 
     def close(self) -> None:
+        if self._saved is not None:
+            self._saved.close()
+            self._saved = None
         self._queue.clear()
         self._running.clear()
         self._ids.clear()
@@ -203,7 +211,13 @@ class MlxBackend:
             if req.max_tokens == 0:  # the prompt fills n_ctx, or max_tokens 0 was asked for
                 events.append(self._done(req, "length"))
                 continue
-            cache, cached = self._prompt_cache.take(req.prompt)
+            restored = (self._saved.restore(req.prompt, self._prompt_cache.shared(req.prompt))
+                        if self._saved is not None else None)
+            if restored is not None:
+                cache, cached, req.cached_from = restored
+            else:
+                cache, cached = self._prompt_cache.take(req.prompt)
+                req.cached_from = "slot" if cached else None
             req.cached_tokens = cached
             req.detok = self._tokenizer.detokenizer
             if req.seed is not None:
@@ -230,13 +244,16 @@ class MlxBackend:
         else:
             return events
         self._running.pop(req.uid, None)
+        if saved is not None and self._saved is not None:
+            self._saved.save(*saved)
         self._prompt_cache.keep(saved)
         events.append(self._done(req, finish))
         return events
 
     def _done(self, req: _Request, finish: str) -> dict:
         self._ids.pop(req.id, None)
-        return P.done(req.id, finish, len(req.prompt), req.completion_tokens, req.cached_tokens)
+        return P.done(req.id, finish, len(req.prompt), req.completion_tokens, req.cached_tokens,
+                      req.cached_from if req.cached_tokens else None)
 
     def _fail_running(self, message: str) -> list[dict]:
         """End the requests in flight with an error and start over with a fresh engine."""

@@ -190,6 +190,12 @@ class PromptCache:
     def tokens(self) -> int:
         return len(self._saved[1]) if self._saved else 0
 
+    def shared(self, prompt: list[int]) -> int:
+        """Tokens of `prompt` that `take` would give back, at most."""
+        if self._saved is None:
+            return 0
+        return max(0, min(common_prefix_len(self._saved[1], prompt), len(prompt) - 1))
+
     def keep(self, saved) -> None:
         if saved is not None:
             self._saved = saved

@@ -56,6 +56,7 @@ class ModelSample:
     mlx_active_memory: int | None = None
     mlx_peak_memory: int | None = None
     mlx_cache_memory: int | None = None
+    prompt_cache: dict | None = None    # a runner's prompt_cache_* stats, when it has a prompt cache
 
     @property
     def loaded(self) -> bool:
@@ -69,7 +70,7 @@ class ModelSample:
     def to_json(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}  # asdict deep-copies every value
         out["state"] = str(self.state)
-        for key in MLX_FIGURES:
+        for key in (*MLX_FIGURES, "prompt_cache"):
             if out[key] is None:
                 del out[key]
         return out

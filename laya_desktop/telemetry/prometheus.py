@@ -15,7 +15,7 @@ from typing import Callable
 
 from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_created_metrics,
                                generate_latest)
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from laya_desktop.telemetry.model_sample import ModelSample
@@ -64,6 +64,40 @@ _PER_MODEL = (  # (name, help, pick from the model's record)
 )
 
 
+# A runner's prompt cache (runners/prompt_cache.py), per tier: (name, help, stat per tier, kind).
+# The counters count from the runner's start: a reload resets them, which Prometheus reads as
+# a counter reset.
+_PROMPT_CACHE = (
+    ("laya_prompt_cache_bytes", "Bytes of saved prompt states.", "prompt_cache_{}_bytes", "gauge"),
+    ("laya_prompt_cache_entries", "Saved prompt states.", "prompt_cache_{}_entries", "gauge"),
+    ("laya_prompt_cache_evictions", "Saved prompt states evicted by the tier's budget.",
+     "prompt_cache_evictions_{}", "counter"),
+)
+_PROMPT_CACHE_TIERS = ("ram", "disk")
+
+
+def _prompt_cache_families(models: dict[str, ModelSample]):
+    cached = sorted((name, m.prompt_cache) for name, m in models.items() if m.prompt_cache)
+    for name, help_text, key, kind in _PROMPT_CACHE:
+        family = (GaugeMetricFamily if kind == "gauge" else CounterMetricFamily)(
+            name, help_text, labels=["model", "tier"])
+        for model, stats in cached:
+            for tier in _PROMPT_CACHE_TIERS:
+                value = _value(stats.get(key.format(tier)))
+                if value is not None:
+                    family.add_metric([model, tier], value)
+        if family.samples:
+            yield family
+    family = CounterMetricFamily("laya_prompt_cache_write_errors", "Prompt cache writes that "
+                                 "failed (a full or read-only disk); writing pauses, serving "
+                                 "goes on.", labels=["model"])
+    for model, stats in cached:
+        if stats.get("prompt_cache_write_errors") is not None:
+            family.add_metric([model], float(stats["prompt_cache_write_errors"]))
+    if family.samples:
+        yield family
+
+
 def _value(value) -> float | None:
     return None if value is None else float(value)
 
@@ -106,6 +140,7 @@ class LiveCollector(Collector):
                     family.add_metric([model], value)
             if family.samples:
                 yield family
+        yield from _prompt_cache_families(models)
 
 
 class EngineMetrics:
@@ -128,6 +163,13 @@ class EngineMetrics:
                                      registry=r)
         self.completion_tokens = Counter("laya_completion_tokens", "Tokens generated.", ["model"],
                                          registry=r)
+        self.cache_hits = Counter("laya_prompt_cache_hits", "Requests whose prompt started from "
+                                  "saved KV, by where it came from: slot (the sequence still held "
+                                  "it), ram or disk (the prompt cache).", ["model", "source"],
+                                  registry=r)
+        self.cache_tokens = Counter("laya_prompt_cache_restored_tokens", "Prompt tokens whose KV "
+                                    "came from a slot or the prompt cache, by source.",
+                                    ["model", "source"], registry=r)
         self.ttft = Histogram("laya_time_to_first_token_seconds", "Time from the request's "
                               "arrival to its first output.", ["model"], buckets=TTFT_BUCKETS,
                               registry=r)
@@ -165,6 +207,10 @@ class EngineMetrics:
             n = entry.get(key)
             if isinstance(n, (int, float)) and n > 0:
                 self._child(counter, model).inc(n)
+        source, cached = entry.get("cached_from"), entry.get("cached_tokens")
+        if source and isinstance(cached, int) and cached > 0:
+            self._child(self.cache_hits, model, source).inc()
+            self._child(self.cache_tokens, model, source).inc(cached)
         if entry.get("ttft_ms") is not None:
             self._child(self.ttft, model).observe(entry["ttft_ms"] / 1000)
         if entry.get("duration_ms") is not None:
