@@ -44,6 +44,12 @@ cache miss, one thread, with each encoder
 alike; before them the keyword-only decision (a keyword rule per route) on the same prompts.
 Goals: p50 <= 12 ms, p95 <= 20 ms (prompts up to 64 tokens), accuracy >= 92 %, FPR <= 5 %.
 Writes bench/results/semantic.json.
+
+Before all that, and alone with --user-sets: the route sets a user writes
+(bench/semantic_user_sets.py: eight and twenty examples a route, every setting at its default,
+scored on Debian package descriptions and man page summaries labelled by others), per set top-1,
+"none" routed and the confusion matrix, into bench/results/semantic_user_sets-<stamp>.json; the
+held-out family (man pages) only with --held-out.
 """
 from __future__ import annotations
 
@@ -63,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 import yaml
 
+import semantic_user_sets as user_sets
 from laya_desktop.config.validate import validate_config
 from laya_desktop.routing.minilm import MiniLM
 from laya_desktop.routing.minilm_files import model_files
@@ -332,7 +339,14 @@ def main() -> int:
     parser.add_argument("--precision", type=float, default=0.97,
                         help="the precision the thresholds and margins are fitted for")
     parser.add_argument("--accuracy-only", action="store_true", help="skip the timing")
+    parser.add_argument("--user-sets", action="store_true",
+                        help="score only the route sets a user writes (bench/semantic_user_sets.py)")
+    parser.add_argument("--held-out", action="store_true", help="with them, the held-out family too")
     args = parser.parse_args()
+    # the user's route sets first: every setting at its default, on text labelled by others
+    user_sets.write(RESULTS / "semantic_user_sets.json", user_sets.evaluate(args.held_out))
+    if args.user_sets:
+        return 0
     rows = [json.loads(line) for line in args.data.open(encoding="utf-8")]
     written = yaml.safe_load(args.routes.read_text(encoding="utf-8"))
     train = [r for r in rows if r["split"] == "train"]

@@ -64,9 +64,12 @@ def test_semantic_config_parses_with_defaults():
     config, errors = validate_config(raw)
     assert errors == []
     semantic = config.routes[1].match.semantic
-    assert (semantic.examples, semantic.negatives, semantic.threshold) == (["just one example"], [], 0.5)
+    # threshold None: calibrated on the background corpus when the rule is built (issue 32)
+    assert (semantic.examples, semantic.negatives, semantic.threshold) == (["just one example"], [], None)
     assert (semantic.scoring, semantic.min_probability) == ("learned", 0.5)
     assert not config.routes[1].match.is_empty()
+    raw["routes"][1]["match"]["semantic"] = {"examples": ["x"], "threshold": "auto"}
+    assert validate_config(raw)[0].routes[1].match.semantic.threshold is None
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +374,38 @@ def test_a_pasted_text_is_scored_by_its_lead_in_too():
     one_word = "Summarize: " + prompt.split(": ", 1)[1]  # a one-word lead-in says the task too
     assert rule.score(router.semantic.embeddings(semantic_text(one_word.lower()))).score < 0.4
     assert router.decide_body(CHAT, chat(one_word), None).rule == "summarize"
+
+
+@pytest.mark.parametrize("text, head", [
+    ("python question: how do i get a year's calendar as a multi-line string?", None),
+    ("quick question\nwhat is a monad in haskell", None),          # the rest asks by its first word
+    ('summarize: "is it worth it? the reviews say it is not"', "summarize"),  # quoted: pasted text
+    ("tl;dr: the shop closes early on monday and opens late on tuesday", "tl;dr"),
+])
+def test_a_label_before_a_question_is_no_lead_in(text, head):
+    from laya_desktop.routing.semantic import lead_in
+    assert lead_in(text) == head
+
+
+def test_python_question_label_does_not_pull_a_calendar_question_to_a_numeric_rule():
+    """Issue 32: "Python question: <anything>" went to a rule with an example mentioning python,
+    because the two words before the colon were scored alone (0.558 against "what's the square
+    root of 2 in python"); without them the prompt goes to the catch-all."""
+    from laya_desktop.routing.semantic import semantic_text
+    numeric = ["what's the square root of 2 in python", "compute 17 factorial",
+               "what is 15 percent of 80", "convert 3.5 miles to kilometres"]
+    raw = raw_config()
+    raw["routes"][1] = {"name": "numeric", "target": "a", "match": {"semantic": {
+        "examples": numeric, "negatives": ["write a poem about the ocean"], "threshold": 0.5}}}
+    config, errors = validate_config(raw)
+    assert errors == []
+    router = Router(config)
+    prompt = "Python question: how do I get a year's calendar as a multi-line string?"
+    rule = router.semantic._by_name["numeric"]
+    label = router.semantic.embeddings("python question")
+    assert rule.score(label).score >= 0.5  # the label alone reaches the rule: what went wrong
+    assert router.decide_body(CHAT, chat(prompt), None).rule == "default"
+    without = prompt.split(": ", 1)[1]
+    assert router.decide_body(CHAT, chat(without), None).rule == "default"
+    assert len(router.semantic.embed(extract(CHAT, chat(prompt), None).user_text_lower).texts) == 1
+    assert semantic_text(prompt.lower()) == prompt.lower()

@@ -1,10 +1,12 @@
 """POST /admin/route/semantic: scores for a semantic condition being edited (not applied).
 
 Body: {"semantic": {examples, negatives, threshold}, "prompts": [text, ...], "recent": N,
-"precision": P, "others": [{"name": rule, "semantic": {...}}, ...]}. Answers each prompt's score
+"precision": P, "others": [{"name": rule, "semantic": {...}}, ...], "false_positive": F (the
+target every suggestion holds, 0.05 unless given)}. Answers each prompt's score
 and nearest example, the score lists the Routes panel draws as histograms (examples
 leave-one-out, negatives, the last N logged requests), a threshold suggestion per mode and, with
-two negatives or more, a `margin` suggestion per mode. With `scoring: learned`, `others` (the
+two negatives or more, a `margin` suggestion per mode, and `target_suggestion` (the threshold
+within F, and what is too few to promise it). With `scoring: learned`, `others` (the
 config's other semantic rules) join the head that scores the prompts, as in the router.
 The model runs off the event loop, in the engine's one encoder.
 """
@@ -54,10 +56,13 @@ async def semantic_probe(request: Request) -> Response:
         raise errors.bad_request(f"'recent' must be an integer from 0 to {MAX_RECENT}", "invalid_semantic_probe")
     if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision <= 1:
         raise errors.bad_request("'precision' must be a number in (0, 1]", "invalid_semantic_probe")
+    false_positive = body.get("false_positive", 0.05)
+    if isinstance(false_positive, bool) or not isinstance(false_positive, (int, float)) or not 0 < false_positive < 1:
+        raise errors.bad_request("'false_positive' must be a number in (0, 1)", "invalid_semantic_probe")
     texts = [e["user_text"] for e in engine.route_inputs.recent(recent)] if recent else []
     try:
         answer = await asyncio.to_thread(_probe, match, prompts, texts, shared_embeddings(), float(precision),
-                                         others)
+                                         others, float(false_positive))
     except RuntimeError as exc:  # the model package is missing: say so, do not crash
         raise ApiError(503, str(exc), "server_error", "semantic_model_missing")
     return JSONResponse(answer)

@@ -2,7 +2,8 @@
 
 Score = the cosine similarity of the text to its nearest positive example (with `top_k` k > 1:
 the mean over its k nearest, which a single look-alike example moves less). The condition holds
-when the score reaches the rule's threshold and, by the rule's `scoring`:
+when the score reaches the rule's threshold (without one: the score only 1 % of the background
+corpus reaches against the rule's examples, semantic_background.py) and, by the rule's `scoring`:
 - learned (the default): a classifier fitted on every semantic rule's examples, their negatives
   its "none" class (semantic_head.py), picks this rule with at least `min_probability`; it reads
   the text's embedding and its words (lexical.py);
@@ -164,6 +165,15 @@ class SemanticRule:
         self.negatives = list(match.negatives)
         self._positive = embed.many(self.examples)
         self._negative = embed.many(self.negatives)
+        self.threshold = match.threshold
+        if self.threshold is None:
+            from laya_desktop.routing.semantic_background import calibrated_threshold
+            self.threshold = calibrated_threshold(self._positive, match.top_k)
+
+    @property
+    def auto(self) -> bool:
+        """The threshold is calibrated on the background corpus, not set by the user."""
+        return self.match.threshold is None
 
     def nearest_score(self, vectors: np.ndarray) -> float:
         """The best score over the text's vectors (the whole text, its lead-in)."""
@@ -176,7 +186,7 @@ class SemanticRule:
             neg_score, j = self._best(self._negative, vectors)
             nearest_negative = self.negatives[j]
         return SemanticScore(score, self.examples[i], neg_score, nearest_negative,
-                             self.match.threshold, margin=self.match.margin,
+                             self.threshold, margin=self.match.margin,
                              scoring=self.match.scoring, min_probability=self.match.min_probability)
 
     def _best(self, examples: np.ndarray, vectors: np.ndarray) -> tuple[float, int]:
@@ -221,14 +231,32 @@ def lead_in(text: str) -> str | None:
     says the task (27 % of bench/data/semantic_dev.jsonl's prompts have one, and scoring it too
     took top-1 there from 86 % to 90 %, false positives unchanged). A one-word lead-in
     ("summarize:", "tl;dr:") counts too: on the bench's four prompt sets it cost no prompt and
-    won held-out's "Summarize: '<text>'" ones."""
+    won held-out's "Summarize: '<text>'" ones. Not when what follows asks a question of its
+    own (asks_itself): then the prompt is that question under a label."""
     end = LEAD_IN_END.search(text)
     if end is None:
         return None
     head, rest = text[:end.start()].strip(), text[end.end():]
-    if not head or len(rest.split()) < 3:
+    if not head or len(rest.split()) < 3 or (end.group() != '"' and asks_itself(rest)):
         return None
     return head
+
+
+QUOTES = "\"'\u201c\u2018`"
+ASKING = re.compile(r"(how|what|why|when|where|which|who|whose|is|are|can|could|should|would|"
+                    r"will|do|does|did|please|help)\b")
+
+
+def asks_itself(rest: str) -> bool:
+    """The text after a colon or a line break is the request itself, not a text pasted for it:
+    it asks ("...?", "how do i...") and is not quoted. Then the words before it label the
+    question ("python question: how do i get a year's calendar as a string?") and, scored
+    alone, "python question" took any rule with an example mentioning python (issue 32: 9 of
+    14 such prompts went to one rule whatever they asked)."""
+    rest = rest.strip()
+    if not rest or rest[0] in QUOTES:
+        return False
+    return rest.endswith("?") or ASKING.match(rest.lower()) is not None
 
 
 @dataclass
@@ -335,6 +363,48 @@ class SemanticRules:
         return self._scored(index, text)
 
 
+class _FittedHeads:
+    """The last few fitted heads by what they were fitted on: the Routes panel scores every typed
+    prompt with a head over the same rules, and a config applied again has the same rules; with
+    the background corpus a fit costs seconds."""
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._items: OrderedDict[tuple, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, value: tuple) -> None:
+        with self._lock:
+            self._items[key] = value
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_HEADS = _FittedHeads()
+
+
+def _head_key(rules: dict[int, SemanticRule], order: list[int]) -> tuple:
+    return tuple((tuple(rules[i].examples), tuple(rules[i].negatives), rules[i].auto, rules[i].match.scoring)
+                 for i in order)
+
+
+def _background(rules: dict[int, SemanticRule]) -> np.ndarray:
+    """The background corpus's vectors for the head's "none" class, when a learned rule leaves
+    its threshold to it (rules with thresholds of their own keep the head they were tuned with)."""
+    import numpy as np
+    if not any(r.auto and r.match.scoring == "learned" for r in rules.values()):
+        return np.zeros((0, 384), np.float32)
+    from laya_desktop.routing.semantic_background import background_vectors
+    return background_vectors()
+
+
 class LearnedHead:
     """The classifier over a router's semantic rules: a class per rule (its examples), and
     "none" for every rule's negatives that are no rule's example. Two linear models over the
@@ -344,22 +414,46 @@ class LearnedHead:
 
     def __init__(self, rules: dict[int, SemanticRule], names: dict[int, str], embed: TextEmbeddings):
         import numpy as np
-        from laya_desktop.routing.lexical import LexicalFeatures
-        from laya_desktop.routing.semantic_head import fit_heads
-
         self._indices = list(rules)
         self._class_of = {index: c for c, index in enumerate(self._indices)}
         self._names = names
         examples = {t for r in rules.values() for t in r.examples}
         negatives = list(dict.fromkeys(t for r in rules.values() for t in r.negatives if t not in examples))
-        self.none = len(self._indices) if negatives else None
+        background = _background(rules)
+        self.none = len(self._indices) if negatives or len(background) else None
         blocks = [rules[i]._positive for i in self._indices] + ([embed.many(negatives)] if negatives else [])
         self._texts = [t.lower() for i in self._indices for t in rules[i].examples] + [t.lower() for t in negatives]
-        self.classes = len(blocks)
-        self.examples, self.negatives = len(examples), len(negatives)
+        self.classes = len(self._indices) + (self.none is not None)
+        self.examples, self.negatives, self.background = len(examples), len(negatives), len(background)
         self._vectors, self.y = np.vstack(blocks), np.concatenate([np.full(len(b), c) for c, b in enumerate(blocks)])
-        self.lexical, lexical_rows = LexicalFeatures.fitted(self._texts)
-        self.heads = fit_heads((self._vectors, lexical_rows), self.y, self.classes)
+        self.lexical = self.heads = None
+        key = (id(embed), *_head_key(rules, self._indices))  # another encoder: other vectors
+        hit = _HEADS.get(key)
+        if hit is not None:
+            self.lexical, self.heads = hit
+        else:
+            self.lexical, self.heads = self._fit(background)
+            _HEADS.put(key, (self.lexical, self.heads))
+
+    def _fit(self, background: np.ndarray):
+        """Both views fitted on the examples and negatives; the background corpus joins their
+        "none" class with BACKGROUND_WEIGHT of a route's examples in all (0.8-1.7 s more per
+        fit for its 1,600 lexical rows; kept out of the cross-validation rows, `views`)."""
+        import numpy as np
+        from laya_desktop.routing.lexical import LexicalFeatures
+        from laya_desktop.routing.semantic_head import fit_heads
+
+        if not len(background):
+            lexical, rows = LexicalFeatures.fitted(self._texts)
+            return lexical, fit_heads((self._vectors, rows), self.y, self.classes)
+        from laya_desktop.routing.semantic_background import BACKGROUND_WEIGHT, background_texts
+        texts = self._texts + [t.lower() for t in background_texts()]
+        lexical, rows = LexicalFeatures.fitted(texts)
+        weights = np.ones(len(texts), np.float32)
+        weights[len(self.y):] = BACKGROUND_WEIGHT * (self.y < self.none).sum() / len(self._indices) / len(background)
+        y = np.concatenate([self.y, np.full(len(background), self.none)])
+        return lexical, fit_heads((np.vstack([self._vectors, background]), rows), y, self.classes,
+                                  sample_weight=weights)
 
     @property
     def views(self) -> tuple[np.ndarray, np.ndarray]:

@@ -165,14 +165,26 @@ def out_of_fold(views: np.ndarray | tuple[np.ndarray, ...], y: np.ndarray, class
     return probs
 
 
-def fit_min_probability(probabilities: np.ndarray, y: np.ndarray, none: int | None) -> float:
+def fit_min_probability(probabilities: np.ndarray, y: np.ndarray, none: int | None,
+                        max_false_positive: float | None = None) -> float:
     """The `min_probability` with the best accuracy on out-of-fold probabilities (a "none" row is
-    right when no route takes it); the middle of a plateau of equal accuracy."""
+    right when no route takes it); the middle of a plateau of equal accuracy. With
+    `max_false_positive`: only among those that let at most that share of the "none" rows
+    through (the lowest that does when none does): accuracy never buys false positives."""
     picked = [choose(row[None, :], none) for row in probabilities]
     grid = np.round(np.arange(0.05, 0.951, 0.01), 2)
-    right = []
+    right, passed = [], []
+    is_none = np.asarray(y) == none
     for t in grid:
-        got = [c.chosen if c.chosen is not None and c.probabilities[c.chosen] >= t else none for c in picked]
-        right.append(sum(g == want for g, want in zip(got, y)))
-    plateau = grid[np.flatnonzero(np.array(right) == max(right))]
+        got = np.array([c.chosen if c.chosen is not None and c.probabilities[c.chosen] >= t else none
+                        for c in picked])
+        right.append(int((got == y).sum()))
+        passed.append(float((got[is_none] != none).mean()) if is_none.any() else 0.0)
+    right, passed = np.array(right), np.array(passed)
+    if max_false_positive is not None:
+        within = passed <= max_false_positive + 1e-9
+        if not within.any():
+            return float(grid[int(np.argmin(passed))])
+        right = np.where(within, right, -1)
+    plateau = grid[np.flatnonzero(right == right.max())]
     return float(plateau[len(plateau) // 2])

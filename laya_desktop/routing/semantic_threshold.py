@@ -100,3 +100,45 @@ def suggest(positives: list[float], negatives: list[float], mode: str = "best_f1
     if not reaching:
         return max(scored, key=lambda s: (s.precision, s.recall))
     return min(reaching, key=lambda s: s.threshold)
+
+
+FALSE_POSITIVE_TARGET = 0.05  # the Routes panel's default: at most 5 % of look-alikes let through
+MIN_EXAMPLES = 8  # fewer, and a leave-one-out recall says little about the requests to come
+
+
+@dataclass(frozen=True)
+class TargetSuggestion:
+    """The lowest threshold whose estimated false-positive rate stays within `target`."""
+    threshold: float
+    target: float
+    negatives_rate: float | None  # share of the negatives that pass it (None: no negatives)
+    background_rate: float  # share of the background corpus that passes it
+    recall: float  # share of the examples (left out one at a time) that pass it
+    too_few: tuple[str, ...]  # "examples", "negatives": what is too few to promise the target
+    negatives_needed: int = 0  # how many negatives can show a rate as low as the target
+
+
+def lowest_within(scores: list[float] | np.ndarray, target: float) -> float:
+    """The lowest threshold that at most `target` of `scores` reach (0 with no scores)."""
+    ordered = np.sort(np.asarray(scores, dtype=float))[::-1]
+    allowed = int(np.floor(target * len(ordered) + 1e-9))
+    if allowed >= len(ordered):
+        return 0.0
+    return float(np.ceil(ordered[allowed] * 1000 + 1e-6) / 1000)  # just above the first one kept out
+
+
+def suggest_for_target(positives: list[float], negatives: list[float], background: list[float] | np.ndarray,
+                       target: float = FALSE_POSITIVE_TARGET) -> TargetSuggestion | None:
+    """Estimated from both kinds of "none": the rule's negatives (few, and close to the route) and
+    the background corpus (many, about everything); the threshold keeps each within the target.
+    The estimate can be promised only when there are enough negatives to see a rate that low
+    (at least 1 / target of them) and enough examples to trust the recall."""
+    if not positives:
+        return None
+    threshold = max(lowest_within(negatives, target), lowest_within(background, target))
+    needed = int(np.ceil(1 / target - 1e-9))
+    too_few = tuple(name for name, short in (("examples", len(positives) < MIN_EXAMPLES),
+                                              ("negatives", len(negatives) < needed)) if short)
+    rate = (lambda xs: float(np.mean(np.asarray(xs) >= threshold)) if len(xs) else None)
+    return TargetSuggestion(round(threshold, 3), target, rate(negatives), rate(background) or 0.0,
+                            rate(positives), too_few, needed)

@@ -143,3 +143,41 @@ def test_semantic_probe_names_a_bad_other_rule_by_its_path(engine):
         assert [e["path"] for e in r.json()["error"]["errors"]] == ["others[0].semantic.min_probability"]
         r = c.post("/admin/route/semantic", json={"semantic": {"examples": EXAMPLES}, "others": "poetry"})
         assert r.status_code == 400 and "'others' must be a list" in r.json()["error"]["message"]
+
+
+def test_auto_threshold_round_trips_and_the_suggestion_holds_the_false_positive_target(panel, qtbot):
+    """Issue 32: a rule without a threshold stays without one when edited here; the view draws
+    the calibrated threshold, and its default suggestion names the false-positive target and
+    what is too few to promise it."""
+    fields, view = panel.editor.semantic, panel.semantic_view
+    fields.load({"examples": EXAMPLES, "negatives": NEGATIVES})
+    assert fields.threshold.text() == fields.threshold.specialValueText()
+    assert "threshold" not in fields.value()
+    fields.load({"examples": EXAMPLES, "threshold": 0.42})
+    assert fields.value()["threshold"] == 0.42
+    view.false_positive.setValue(10)
+    view.set_condition({"examples": EXAMPLES, "negatives": NEGATIVES})
+    with qtbot.waitSignal(view.answered, timeout=30000) as answered:
+        view.refresh()
+    answer = answered.args[0]
+    assert answer["threshold_auto"] and answer["false_positive"] == 0.1
+    assert view.line.value() == pytest.approx(answer["threshold"])
+    assert view.mode.currentData() == "target"
+    suggestion = answer["target_suggestion"]
+    assert suggestion["background_rate"] <= 0.1 and suggestion["too_few"] == ["examples", "negatives"]
+    assert "within 10%" in view.suggestion.text() and "too few negatives" in view.suggestion.text()
+
+
+def test_semantic_tab_explains_the_recent_requests_the_rule_missed(panel, qtbot):
+    view = panel.semantic_view
+    view.set_condition({"examples": EXAMPLES, "negatives": NEGATIVES, "threshold": 0.4},
+                       [{"name": "poetry", "semantic": {"examples": [*POEMS, "fix the bug in my javascript code!"]}}])
+    with qtbot.waitSignal(view.answered, timeout=30000) as answered:
+        view.refresh()
+    answer = answered.args[0]
+    texts = [m["text"] for m in answer["near_misses"]]
+    assert "hello there" in texts and "tell me a joke" in texts  # logged by the engine, not code
+    assert all(m["nearest_example"] in EXAMPLES and m["reason"] for m in answer["near_misses"])
+    assert answer["overlaps"][0]["rule"] == "poetry"
+    assert answer["overlaps"][0]["other_example"] == "fix the bug in my javascript code!"
+    assert "did not take" in view.misses.text() and "overlaps rule poetry" in view.misses.text()

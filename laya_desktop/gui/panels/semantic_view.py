@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
 
 DEBOUNCE_MS = 400
 BINS = np.linspace(0.0, 1.0, 41)
+AUTO = -0.001  # the threshold field's "auto" value
+FALSE_POSITIVE = 5  # per cent: the target every suggestion holds unless the user changes it
 SERIES = (("examples_leave_one_out", (60, 160, 60, 140)), ("negatives", (200, 60, 60, 140)),
           ("recent", (90, 90, 200, 110)))
 
@@ -43,10 +45,11 @@ class SemanticFields(QGroupBox):
         for edit in (self.examples, self.negatives):
             edit.setMaximumHeight(90)
         self.threshold = QDoubleSpinBox()
-        self.threshold.setRange(0.0, 1.0)
+        self.threshold.setRange(AUTO, 1.0)  # its lowest value reads "auto": no threshold written
+        self.threshold.setSpecialValueText(self.tr("auto (calibrated on the background corpus)"))
         self.threshold.setSingleStep(0.01)
         self.threshold.setDecimals(3)
-        self.threshold.setValue(0.5)
+        self.threshold.setValue(AUTO)
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 100)
         self.top_k.setToolTip(self.tr("the score is the mean similarity of this many nearest examples"))
@@ -86,7 +89,8 @@ class SemanticFields(QGroupBox):
             semantic = semantic or {}
             self.examples.setPlainText("\n".join(semantic.get("examples") or []))
             self.negatives.setPlainText("\n".join(semantic.get("negatives") or []))
-            self.threshold.setValue(float(semantic.get("threshold", 0.5)))
+            threshold = semantic.get("threshold")
+            self.threshold.setValue(AUTO if threshold in (None, "auto") else float(threshold))
             self.top_k.setValue(int(semantic.get("top_k", 1)))
             self.scoring.setCurrentIndex(max(0, self.scoring.findData(semantic.get("scoring", "learned"))))
             self.min_probability.setValue(float(semantic.get("min_probability", 0.5)))
@@ -100,7 +104,9 @@ class SemanticFields(QGroupBox):
         examples = _lines(self.examples.toPlainText())
         if not examples:
             return None
-        out: dict = {"examples": examples, "threshold": round(self.threshold.value(), 3)}
+        out: dict = {"examples": examples}
+        if self.threshold.value() > AUTO:
+            out["threshold"] = round(self.threshold.value(), 3)
         if self.top_k.value() != 1:
             out["top_k"] = self.top_k.value()
         if self.scoring.currentData() != "learned":
@@ -163,17 +169,25 @@ class SemanticScoreView(QWidget):
         self.line = pg.InfiniteLine(0.5, angle=90, pen=pg.mkPen("k", width=2))
         self.plot.addItem(self.line)
         self.mode = QComboBox()
-        for key, label in (("leave_one_out", self.tr("leave-one-out (every example passes)")),
+        for key, label in (("target", self.tr("within my false-positive target")),
+                           ("leave_one_out", self.tr("leave-one-out (every example passes)")),
                            ("best_f1", self.tr("best F1 against the negatives")),
                            ("precision", self.tr("the precision I pick"))):
             self.mode.addItem(label, key)
-        self.mode.setCurrentIndex(1)
+        self.mode.setCurrentIndex(0)
+        self.false_positive = QSpinBox()
+        self.false_positive.setRange(1, 50)
+        self.false_positive.setValue(FALSE_POSITIVE)
+        self.false_positive.setSuffix(" %")
+        self.false_positive.setToolTip(self.tr("the share of negatives and background text a suggestion may let through"))
         self.precision = QDoubleSpinBox()
         self.precision.setRange(0.5, 1.0)
         self.precision.setSingleStep(0.01)
         self.precision.setValue(0.95)
         self.suggestion = QLabel("")
         self.suggestion.setWordWrap(True)
+        self.misses = QLabel("")  # recent requests the rule missed, and examples that overlap
+        self.misses.setWordWrap(True)
         self.use_btn = QPushButton(self.tr("Use this threshold"))
         self.use_btn.setEnabled(False)
         self.use_btn.clicked.connect(self._use_suggestion)
@@ -186,6 +200,8 @@ class SemanticScoreView(QWidget):
         row.addWidget(self.mode, 1)
         row.addWidget(QLabel(self.tr("precision")))
         row.addWidget(self.precision)
+        row.addWidget(QLabel(self.tr("false positives at most")))
+        row.addWidget(self.false_positive)
         row.addWidget(self.use_btn)
         row.addWidget(self.use_probability_btn)
         layout = QVBoxLayout(self)
@@ -194,6 +210,7 @@ class SemanticScoreView(QWidget):
         layout.addWidget(self.plot, 1)
         layout.addLayout(row)
         layout.addWidget(self.suggestion)
+        layout.addWidget(self.misses)
 
         self._quiet = QTimer(self)
         self._quiet.setSingleShot(True)
@@ -202,6 +219,7 @@ class SemanticScoreView(QWidget):
         self.prompt.textChanged.connect(self._quiet.start)
         self.mode.activated.connect(self._show_suggestion)
         self.precision.editingFinished.connect(self.refresh)
+        self.false_positive.editingFinished.connect(self.refresh)
 
     def set_condition(self, semantic: dict | None, others: list[dict] | None = None) -> None:
         """The rule being edited changed (or another rule was selected); `others`: the other
@@ -213,7 +231,8 @@ class SemanticScoreView(QWidget):
             self.score.setText(self.tr("This rule has no semantic examples."))
             self.use_btn.setEnabled(False)
             return
-        self.line.setValue(float(semantic.get("threshold", 0.5)))
+        if semantic.get("threshold") is not None:
+            self.line.setValue(float(semantic["threshold"]))
         self._quiet.start()
 
     def refresh(self) -> None:
@@ -228,6 +247,7 @@ class SemanticScoreView(QWidget):
         asked = self._asked
         self.pool.submit(self._client().semantic_probe, self._semantic, [prompt] if prompt else [],
                          200, round(self.precision.value(), 3), self._others,
+                         self.false_positive.value() / 100,
                          returned=lambda a: self._on_answer(asked, a),
                          errored=lambda e: self._on_error(asked, e))
 
@@ -243,6 +263,8 @@ class SemanticScoreView(QWidget):
         if asked != self._asked:
             return
         self.answer = answer
+        if answer.get("threshold") is not None:  # the calibrated one, when the rule has none
+            self.line.setValue(float(answer["threshold"]))
         prompts = answer.get("prompts") or []
         if prompts:
             p = prompts[0]
@@ -262,6 +284,7 @@ class SemanticScoreView(QWidget):
             counts, _edges = np.histogram(answer.get("scores", {}).get(key) or [], bins=BINS)
             self.curves[key].setData(BINS, counts)
         self._show_suggestion()
+        self._show_misses(answer)
         self.answered.emit(answer)
 
     def _on_error(self, asked: int, exc: Exception) -> None:
@@ -278,7 +301,23 @@ class SemanticScoreView(QWidget):
     def suggested(self) -> dict | None:
         if not self.answer:
             return None
+        if self.mode.currentData() == "target":
+            return self.answer.get("target_suggestion")
         return (self.answer.get("suggestions") or {}).get(self.mode.currentData())
+
+    def _target_text(self, s: dict) -> list[str]:
+        parts = [self.tr("threshold {t:.3f} keeps false positives within {target:.0%}: "
+                         "{bg:.1%} of the background corpus passes").format(
+            t=s["threshold"], target=s["target"], bg=s["background_rate"])]
+        if s.get("negatives_rate") is not None:
+            parts.append(self.tr("{neg:.0%} of the negatives").format(neg=s["negatives_rate"]))
+        parts.append(self.tr("recall {r:.0%} of the examples").format(r=s["recall"]))
+        if "examples" in s["too_few"]:
+            parts.append(self.tr("too few examples to promise it (8 or more needed)"))
+        if "negatives" in s["too_few"]:
+            parts.append(self.tr("too few negatives to promise it ({n} or more needed): the estimate "
+                                 "rests on the background corpus").format(n=s["negatives_needed"]))
+        return parts
 
     def suggested_min_probability(self) -> float | None:
         return (self.answer or {}).get("min_probability_suggestion")
@@ -290,17 +329,32 @@ class SemanticScoreView(QWidget):
         if s is None:
             self.suggestion.setText(self.tr("No suggestion: add at least two examples."))
             return
-        parts = [self.tr("threshold {t:.3f}: recall {r:.0%} of the examples").format(
-            t=s["threshold"], r=s["recall"])]
-        if s.get("precision") is not None:
+        if self.mode.currentData() == "target":
+            parts = self._target_text(s)
+        else:
+            parts = [self.tr("threshold {t:.3f}: recall {r:.0%} of the examples").format(
+                t=s["threshold"], r=s["recall"])]
+        if s.get("precision") is not None and self.mode.currentData() != "target":
             parts.append(self.tr("precision {p:.0%} against the negatives").format(p=s["precision"]))
         if s.get("recent_share") is not None:
             parts.append(self.tr("{share:.0%} of recent requests would pass").format(share=s["recent_share"]))
         learned = self.suggested_min_probability()
         if learned is not None:
-            parts.append(self.tr("minimum probability {p:.2f} (cross-validated over {n} rules' examples)").format(
-                p=learned, n=self.answer["rules_in_head"]))
+            parts.append(self.tr("minimum probability {p:.2f} (cross-validated over {n} rules' examples, "
+                                 "false positives within {target:.0%})").format(
+                p=learned, n=self.answer["rules_in_head"], target=self.answer.get("false_positive", 0.05)))
         self.suggestion.setText("; ".join(parts))
+
+    def _show_misses(self, answer: dict) -> None:
+        lines = []
+        misses = answer.get("near_misses") or []
+        if misses:
+            lines.append(self.tr("Closest recent requests this rule did not take:"))
+            lines += [self.tr("“{text}”: {reason}").format(text=m["text"][:80], reason=m["reason"]) for m in misses]
+        for o in answer.get("overlaps") or []:
+            lines.append(self.tr("Example “{mine}” overlaps rule {rule}'s “{theirs}” ({sim:.2f})").format(
+                mine=o["example"], rule=o["rule"], theirs=o["other_example"], sim=o["similarity"]))
+        self.misses.setText("\n".join(lines))
 
     def _use_probability(self) -> None:
         p = self.suggested_min_probability()
