@@ -220,10 +220,10 @@ async def open_remote(client: RemoteClient, served, call: Call, client_headers=N
         started = time.monotonic()
         response = await _send(client, served, remote_url(api_root(model), call.path), payload, headers)
         return RemoteStream(served, response, started, time.monotonic(), call.stream)
+    if call.command.get("kind") != "chat":   # only a chat translates into another API
+        raise bad_request(f"model '{model.name}' ({model.backend}) cannot serve {call.path}",
+                          "model_not_supported")
     if model.backend == "anthropic":
-        if call.api not in ("chat", "responses"):
-            raise bad_request(f"model '{model.name}' (anthropic) cannot serve {call.path}",
-                              "model_not_supported")
         from laya_desktop.engine import remote_anthropic
         payload = remote_anthropic.messages_body(call.chat, remote_name)
         payload["stream"] = call.stream

@@ -64,13 +64,21 @@ class LlamaEmbeddingBackend(LlamaCppBackend):
                             "serves embeddings only (embedding: true in models.yaml); chat and "
                             "completions need a text model")]
         inputs = cmd.get("inputs")
-        if not isinstance(inputs, list) or not inputs or not all(isinstance(t, str) for t in inputs):
-            return [P.error(req_id, "bad_request", "input must be a string or a non-empty list of strings")]
+        if not isinstance(inputs, list) or not inputs or not all(
+                isinstance(t, str) or (isinstance(t, list) and all(
+                    isinstance(i, int) and not isinstance(i, bool) for i in t)) for t in inputs):
+            return [P.error(req_id, "bad_request", "input must be a non-empty list of strings "
+                            "or of token-id lists")]
         tokens = []
         for i, text in enumerate(inputs):
-            toks = self.tokenize(text, True)
+            toks = self.tokenize(text, True) if isinstance(text, str) else text
             if not toks:
                 return [P.error(req_id, "bad_request", f"input[{i}] is empty")]
+            bad = next((t for t in toks if not 0 <= t < self.n_vocab), None) if not isinstance(
+                text, str) else None
+            if bad is not None:
+                return [P.error(req_id, "bad_request", f"input[{i}]: token id {bad} is not in "
+                                f"this model's vocabulary of {self.n_vocab} tokens")]
             if len(toks) > self.n_ctx:
                 return [P.error(req_id, "context_length_exceeded",
                                 f"input[{i}] has {len(toks)} tokens, more than this model's "

@@ -36,6 +36,26 @@ class Meta:
     engine: Any = None              # the Engine (the Responses store lives there)
     created: int = field(default_factory=lambda: int(time.time()))
     hex_id: str = field(default_factory=lambda: uuid.uuid4().hex[:24])
+    prompt_tokens: int | None = None   # a local stream's, once the runner accepted the prompt
+    started: float = field(default_factory=time.monotonic)   # the request's arrival
+    first_at: float | None = None      # its first output (serving notes it)
+
+    def timings(self, usage) -> dict:
+        """llama-server's `timings`, from the engine's clock: the prompt's time includes any
+        wait for a slot or a load, as the client saw it."""
+        ended = time.monotonic()
+        first = self.first_at or ended
+        prompt_ms, predicted_ms = (first - self.started) * 1000, (ended - first) * 1000
+        prompt_n = max(usage.prompt_tokens - usage.cached_tokens, 0)
+        return {"cache_n": usage.cached_tokens, "prompt_n": prompt_n,
+                "prompt_ms": round(prompt_ms, 3),
+                "prompt_per_token_ms": round(prompt_ms / prompt_n, 3) if prompt_n else 0.0,
+                "prompt_per_second": round(prompt_n * 1000 / prompt_ms, 3) if prompt_ms else 0.0,
+                "predicted_n": usage.completion_tokens, "predicted_ms": round(predicted_ms, 3),
+                "predicted_per_token_ms": round(predicted_ms / usage.completion_tokens, 3)
+                if usage.completion_tokens else 0.0,
+                "predicted_per_second": round(usage.completion_tokens * 1000 / predicted_ms, 3)
+                if predicted_ms else 0.0}
 
 
 class Api(Protocol):

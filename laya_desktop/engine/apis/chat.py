@@ -11,7 +11,8 @@ from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.outputs import (Collected, Failed, Finished, KeepAlive, Output, TextDelta,
                                          ToolCall, Usage)
-from laya_desktop.engine.request_body import chat_call, completion_call, wants_usage_in_stream
+from laya_desktop.engine.request_body import (chat_call, choice_count, completion_call,
+                                              wants_usage_in_stream)
 from laya_desktop.engine.sse import DONE, sse
 
 
@@ -65,6 +66,28 @@ def completion_logprobs(entries: list[dict] | None, text_start: int = 0) -> dict
             "text_offset": offsets}
 
 
+class Timed:
+    """llama-server's `timings_per_token`: the timings so far on each content chunk (a local
+    runner sends one token event per token, so the deltas count the tokens)."""
+
+    def __init__(self, meta: Meta):
+        self.meta, self.tokens = meta, 0
+
+    def extra(self, out: TextDelta) -> dict:
+        self.tokens += len(out.logprobs) if out.logprobs else 1
+        usage = Usage(self.meta.prompt_tokens or 0, self.tokens)
+        return {"timings": self.meta.timings(usage)}
+
+
+def _chat_choice(index: int, result: Collected) -> dict:
+    message: dict[str, Any] = {"role": "assistant",
+                               "content": result.text if result.text or not result.tool_calls else None}
+    if result.tool_calls:
+        message["tool_calls"] = [_tool_call_json(c) for c in result.tool_calls]
+    return {"index": index, "message": message, "logprobs": chat_logprobs(result.logprobs),
+            "finish_reason": result.finish_reason}
+
+
 class ChatApi:
     name = "chat"
     object_name = "chat.completion"
@@ -81,27 +104,43 @@ class ChatApi:
     async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
         cid = "chatcmpl-" + meta.hex_id
         wants_logprobs = bool(call.command["params"].get("logprobs"))
+        n, finished = choice_count(call.body), 0
+        started: set[int] = set()
+        n_calls = [0] * n
+        per_token = Timed(meta) if call.body.get("timings_per_token") else None
 
-        def chunk(delta: dict, finish: str | None = None, logprobs: dict | None = None) -> bytes:
-            choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+        def chunk(delta: dict, index: int = 0, finish: str | None = None,
+                  logprobs: dict | None = None, **extra) -> bytes:
+            choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
             return sse({"id": cid, "object": "chat.completion.chunk", "created": meta.created,
-                        "model": meta.model, "choices": [choice]})
+                        "model": meta.model, "choices": [choice], **extra})
 
-        yield chunk({"role": "assistant", "content": ""})
-        n_calls = 0
+        def opening(out: Output) -> bytes:
+            # The role comes first, with the content "" OpenAI sends for text; an answer that
+            # opens with a tool call gets null there, as OpenAI sends it. So it waits for the
+            # choice's first output (keep-alive comments flow meanwhile).
+            started.add(out.choice)
+            return chunk({"role": "assistant",
+                          "content": None if isinstance(out, ToolCall) else ""}, out.choice)
+
         async for out in outputs:
+            if isinstance(out, (TextDelta, ToolCall, Finished)) and out.choice not in started:
+                yield opening(out)
             if isinstance(out, TextDelta):
                 if out.text or (wants_logprobs and out.logprobs):
-                    yield chunk({"content": out.text},
-                                logprobs=chat_logprobs(out.logprobs) if wants_logprobs else None)
+                    yield chunk({"content": out.text}, out.choice,
+                                logprobs=chat_logprobs(out.logprobs) if wants_logprobs else None,
+                                **(per_token.extra(out) if per_token else {}))
             elif isinstance(out, ToolCall):
-                yield chunk({"tool_calls": [_tool_call_json(out, n_calls)]})
-                n_calls += 1
+                yield chunk({"tool_calls": [_tool_call_json(out, n_calls[out.choice])]}, out.choice)
+                n_calls[out.choice] += 1
             elif isinstance(out, KeepAlive):
                 yield KEEPALIVE
             elif isinstance(out, Finished):
-                yield chunk({}, out.finish_reason)
-                if wants_usage_in_stream(call.body):
+                finished += 1
+                yield chunk({}, out.choice, out.finish_reason,
+                            **({"timings": meta.timings(out.usage)} if finished == n else {}))
+                if finished == n and wants_usage_in_stream(call.body):
                     yield sse({"id": cid, "object": "chat.completion.chunk", "created": meta.created,
                                "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
             elif isinstance(out, Failed):
@@ -109,14 +148,9 @@ class ChatApi:
         yield DONE
 
     def collect(self, call: Call, result: Collected, meta: Meta) -> dict:
-        message: dict[str, Any] = {"role": "assistant",
-                                   "content": result.text if result.text or not result.tool_calls else None}
-        if result.tool_calls:
-            message["tool_calls"] = [_tool_call_json(c) for c in result.tool_calls]
-        choice = {"index": 0, "message": message, "logprobs": chat_logprobs(result.logprobs),
-                  "finish_reason": result.finish_reason}
         return {"id": "chatcmpl-" + meta.hex_id, "object": "chat.completion", "created": meta.created,
-                "model": meta.model, "choices": [choice], "usage": openai_usage(result.usage)}
+                "model": meta.model, "choices": [_chat_choice(i, c) for i, c in enumerate(result.choices)],
+                "usage": openai_usage(result.usage), "timings": meta.timings(result.usage)}
 
 
 class CompletionsApi:
@@ -134,24 +168,30 @@ class CompletionsApi:
     async def stream(self, call: Call, outputs: AsyncIterator[Output], meta: Meta) -> AsyncIterator[bytes]:
         cid = "cmpl-" + meta.hex_id
         wants_logprobs = bool(call.command["params"].get("logprobs"))
-        at = 0
+        n, finished = choice_count(call.body), 0
+        at = [0] * n
+        per_token = Timed(meta) if call.body.get("timings_per_token") else None
 
-        def chunk(text: str, finish: str | None = None, logprobs: dict | None = None) -> bytes:
-            choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}
+        def chunk(text: str, index: int = 0, finish: str | None = None,
+                  logprobs: dict | None = None, **extra) -> bytes:
+            choice = {"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish}
             return sse({"id": cid, "object": "text_completion", "created": meta.created,
-                        "model": meta.model, "choices": [choice]})
+                        "model": meta.model, "choices": [choice], **extra})
 
         async for out in outputs:
             if isinstance(out, TextDelta):
                 if out.text or (wants_logprobs and out.logprobs):
-                    yield chunk(out.text, logprobs=completion_logprobs(out.logprobs, at)
-                                if wants_logprobs else None)
-                    at += len(out.text)
+                    yield chunk(out.text, out.choice, logprobs=completion_logprobs(
+                        out.logprobs, at[out.choice]) if wants_logprobs else None,
+                        **(per_token.extra(out) if per_token else {}))
+                    at[out.choice] += len(out.text)
             elif isinstance(out, KeepAlive):
                 yield KEEPALIVE
             elif isinstance(out, Finished):
-                yield chunk("", out.finish_reason)
-                if wants_usage_in_stream(call.body):
+                finished += 1
+                yield chunk("", out.choice, out.finish_reason,
+                            **({"timings": meta.timings(out.usage)} if finished == n else {}))
+                if finished == n and wants_usage_in_stream(call.body):
                     yield sse({"id": cid, "object": "text_completion", "created": meta.created,
                                "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
             elif isinstance(out, Failed):
@@ -159,10 +199,11 @@ class CompletionsApi:
         yield DONE
 
     def collect(self, call: Call, result: Collected, meta: Meta) -> dict:
-        choice = {"index": 0, "text": result.text, "logprobs": completion_logprobs(result.logprobs),
-                  "finish_reason": result.finish_reason}
+        choices = [{"index": i, "text": c.text, "logprobs": completion_logprobs(c.logprobs),
+                    "finish_reason": c.finish_reason} for i, c in enumerate(result.choices)]
         return {"id": "cmpl-" + meta.hex_id, "object": "text_completion", "created": meta.created,
-                "model": meta.model, "choices": [choice], "usage": openai_usage(result.usage)}
+                "model": meta.model, "choices": choices, "usage": openai_usage(result.usage),
+                "timings": meta.timings(result.usage)}
 
 
 CHAT = ChatApi()

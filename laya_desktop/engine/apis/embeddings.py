@@ -16,16 +16,26 @@ from laya_desktop.engine.outputs import Collected, Output
 MAX_INPUTS = 2048
 
 
-def _inputs(raw: Any) -> list[str]:
-    if isinstance(raw, str):
+SHAPES = "a string, an array of strings, an array of token ids, or an array of such arrays"
+
+
+def _is_token(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _inputs(raw: Any) -> list[str | list[int]]:
+    """OpenAI's four input shapes -> a list of inputs, each a text or a list of token ids."""
+    if isinstance(raw, str) or (isinstance(raw, list) and raw and all(map(_is_token, raw))):
         raw = [raw]
     if not isinstance(raw, list) or not raw or len(raw) > MAX_INPUTS:
-        raise bad_request(f"'input' must be a string or an array of 1 to {MAX_INPUTS} strings",
-                          "invalid_input")
+        raise bad_request(f"'input' must be {SHAPES} (1 to {MAX_INPUTS} inputs)", "invalid_input")
     for i, item in enumerate(raw):
-        if not isinstance(item, str) or not item:
-            raise bad_request(f"'input[{i}]' must be a non-empty string (token arrays are not "
-                              "supported)", "invalid_input")
+        if isinstance(item, str):
+            if not item:
+                raise bad_request(f"'input[{i}]' is an empty string", "invalid_input")
+        elif not (isinstance(item, list) and item and all(map(_is_token, item))):
+            raise bad_request(f"'input[{i}]' must be a non-empty string or a non-empty array of "
+                              f"token ids (integers from 0); 'input' is {SHAPES}", "invalid_input")
     return raw
 
 
@@ -45,8 +55,10 @@ class EmbeddingsApi:
         if body.get("dimensions") is not None:
             raise bad_request("'dimensions' is not supported: the model's own size is returned",
                               "unsupported_parameter")
-        # What the rules see: the inputs as a prompt (their text is the user text).
-        routed = {"model": model, "prompt": inputs, "tags": body.get("tags")}
+        # What the rules see: the inputs as a prompt (their text is the user text; token ids
+        # have none).
+        routed = {"model": model, "prompt": [t for t in inputs if isinstance(t, str)],
+                  "tags": body.get("tags")}
         return Call(api="embeddings", path="/v1/embeddings", body=body, chat=routed,
                     command={"kind": "embedding", "inputs": inputs, "params": {}},
                     options={"encoding_format": fmt})

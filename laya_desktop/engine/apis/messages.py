@@ -92,8 +92,11 @@ class MessagesApi:
         yield event("message_start", message={
             "id": "msg_" + meta.hex_id, "type": "message", "role": "assistant", "model": meta.model,
             "content": [], "stop_reason": None, "stop_sequence": None,
-            # The prompt's size is known once the runner is done: message_delta carries it.
-            "usage": {"input_tokens": 0, "output_tokens": 0}})
+            # A local runner has counted the prompt by now (a remote's stream is relayed as it
+            # came); what the cache served is known once the prompt is read: message_delta
+            # carries the split.
+            "usage": {"input_tokens": meta.prompt_tokens or 0, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 0}})
         yield event("ping")
         index, text_open, calls = 0, False, 0
         async for out in outputs:
