@@ -83,8 +83,11 @@ TEST_ENV := env -u PYTHONDONTWRITEBYTECODE QT_QPA_PLATFORM=offscreen HF_HUB_OFFL
 # part of the time (2 CPUs: 141 s with 3 workers against 161 s with 2, byte code warm).
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) + 1 )); [ $$n -gt 4 ] && n=4; echo $$n)
 
+# llama.cpp's own server tests (tests/llama_cpp_server, all slow) bring a conftest of their own:
+# the fast tier does not collect them at all.
 test: $(STAMP_DEV) $(STAMP_AGENTS)
-	$(TEST_ENV) $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile \
+	  --ignore=tests/llama_cpp_server $(PYTEST_ARGS)
 
 test-slow: $(STAMP_DEV) $(STAMP_AGENTS)
 	$(TEST_ENV) LAYA_PROPERTY_EXAMPLES=full $(PY) -m pytest -q -m "slow or property" $(PYTEST_ARGS)
@@ -117,7 +120,10 @@ $(STAMP_PYINSTALLER): | $(PY)
 bundle: $(STAMP_RUN) $(QM_FILES) $(STAMP_PYINSTALLER)
 	$(PYINSTALLER) --distpath build/pyinstaller/dist packaging/laya.spec
 
-appimage: bundle
+# The runtime's headers are checked before the bundle's minutes, not at the compiler after them.
+appimage:
+	@$(MAKE) --no-print-directory -C packaging/runtime check-deps
+	$(MAKE) bundle
 	$(MAKE) -C packaging/runtime
 	$(PY) packaging/build_appimage.py --level $(ZSTD_LEVEL)
 

@@ -15,6 +15,7 @@ from laya_desktop.engine.model_queue import ModelQueue
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle, runner_spec
 from laya_desktop.engine.scheduler import Effects, Scheduler
 from laya_desktop.engine.served_model import LoadRefused, ServedModel, ServedState
+from laya_desktop.telemetry.events import EventKind
 
 log = logging.getLogger("laya.models")
 
@@ -45,10 +46,10 @@ class ModelManager:
         return ServedModel(model, queue, handle)
 
     def _on_crash(self, handle: RunnerHandle, message: str) -> None:
-        self.effects.record("runner_crashed", model=handle.model.name, reason=message)
+        self.effects.record(EventKind.RUNNER_CRASHED, model=handle.model.name, reason=message)
 
     def _on_hang(self, handle: RunnerHandle, message: str) -> None:
-        self.effects.record("runner_unresponsive", model=handle.model.name, reason=message,
+        self.effects.record(EventKind.RUNNER_UNRESPONSIVE, model=handle.model.name, reason=message,
                             pid=handle.pid)
 
     def get(self, name: str) -> ServedModel | None:

@@ -24,6 +24,7 @@ from laya_desktop.engine.memory_policy import (LoadedModel, plan_admission, plan
                                                plan_idle_unloads, pressure)
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
 from laya_desktop.engine.served_model import LoadRefused, ServedModel
+from laya_desktop.telemetry.events import EventKind
 
 log = logging.getLogger("laya.scheduler")
 
@@ -50,7 +51,7 @@ class Effects(Protocol):
     async def wait_memory_back(self, before: int, freed: int) -> None:
         """After unloads: until available RAM rose from `before` by about `freed`, or a timeout."""
 
-    def record(self, kind: str, **fields) -> None:
+    def record(self, kind: EventKind, **fields) -> None:
         """An event, once its effect is real."""
 
 
@@ -95,14 +96,14 @@ class Scheduler:
                 self._check_loadable(served)
                 await self._admit(served)
                 self._check_loadable(served)
-                self.effects.record("model_loading", model=served.name)
+                self.effects.record(EventKind.MODEL_LOADING, model=served.name)
                 started = time.monotonic()
                 try:
                     await self.effects.start(served)
                 except RunnerError as exc:
-                    self.effects.record("load_failed", model=served.name, reason=str(exc))
+                    self.effects.record(EventKind.LOAD_FAILED, model=served.name, reason=str(exc))
                     raise
-                self.effects.record("model_loaded", model=served.name, pid=handle.pid,
+                self.effects.record(EventKind.MODEL_LOADED, model=served.name, pid=handle.pid,
                                     load_ms=round((time.monotonic() - started) * 1000, 1))
         return handle
 
@@ -128,7 +129,7 @@ class Scheduler:
                               self.memory())
         log.info("admission of %s: %s", served.name, plan.message)
         if not plan.fits:
-            self.effects.record("load_refused", model=served.name, reason=plan.message,
+            self.effects.record(EventKind.LOAD_REFUSED, model=served.name, reason=plan.message,
                                 needed_bytes=ram_need, available_bytes=plan.available_bytes)
             raise LoadRefused(f"model '{served.name}' not loaded: {plan.message}")
         self._admitted[served.name] = (served.handle, ram_need)
@@ -142,7 +143,7 @@ class Scheduler:
             await self.effects.wait_memory_back(before, freed)
 
     # -- unloads -----------------------------------------------------------------------------
-    async def unload(self, name: str, kind: str = "model_unloaded", reason: str = "requested",
+    async def unload(self, name: str, kind: EventKind = EventKind.MODEL_UNLOADED, reason: str = "requested",
                      freed_bytes: int | None = None, grace_s: float | None = None,
                      **extra) -> bool:
         """Stop the model's runner; True (and the event recorded) when this call stopped it.
@@ -167,7 +168,7 @@ class Scheduler:
         served.handle.retire()
         pid = served.handle.pid
         if await self.effects.stop(served, "config changed", None):
-            self.effects.record("model_unloaded", model=served.name, reason="config changed",
+            self.effects.record(EventKind.MODEL_UNLOADED, model=served.name, reason="config changed",
                                 pid=pid)
 
     async def close(self) -> None:
@@ -200,7 +201,7 @@ class Scheduler:
     async def _release(self, victim: LoadedModel, reason: str, freed: int) -> None:
         log.warning("memory guard: unloading %s (%s)", victim.name, reason)
         try:
-            await self.unload(victim.name, kind="emergency_unload", reason=reason,
+            await self.unload(victim.name, kind=EventKind.EMERGENCY_UNLOAD, reason=reason,
                               freed_bytes=freed, grace_s=EMERGENCY_GRACE_S, busy=victim.busy)
         except Exception:
             log.exception("emergency unload of %s failed", victim.name)
@@ -222,7 +223,7 @@ class Scheduler:
         done = []
         for name in plan_idle_unloads(loaded, now, ttls):
             try:
-                if await self.unload(name, kind="idle_unload", reason=f"idle for {ttls[name]} s"):
+                if await self.unload(name, kind=EventKind.IDLE_UNLOAD, reason=f"idle for {ttls[name]} s"):
                     done.append(name)
             except Exception:
                 log.exception("idle unload of %s failed", name)

@@ -78,12 +78,14 @@ def run_gui(args) -> int:
     from laya_desktop.gui.main_window import MainWindow
     # A launch shows the window first and fills it on the first turn of the event loop; a
     # screenshot run keeps the one-step build its director expects.
-    window = MainWindow(str(config_path), host, port, api_key, panels_later=not screenshot_dir)
+    window = MainWindow(str(config_path), host, port, api_key, panels_later=not screenshot_dir,
+                        tray=not screenshot_dir)
     if instance is not None:
         instance.raise_requested.connect(lambda: _raise(window))
     director = None
     if screenshot_dir:
         from laya_desktop.gui.screenshot import ScreenshotDirector
+        window.resize(1366, 768)   # pictures of one size, a laptop's, whatever the user's screen
         director = ScreenshotDirector(window, screenshot_dir, deadline)
 
     def exit_code() -> int:
@@ -92,12 +94,17 @@ def run_gui(args) -> int:
     if deadline is not None:
         _start_watchdog(deadline, window, exit_code)
         left_ms = int((deadline - time.monotonic() - SHUTDOWN_RESERVE_S) * 1000)
-        QTimer.singleShot(max(left_ms, 0), window.close)
-    app.setQuitOnLastWindowClosed(True)
+        QTimer.singleShot(max(left_ms, 0), window.quit_app)
+    # The window says when the app ends: a window hidden in the tray is no reason to quit, nor
+    # is the last dialog or tray menu closing while it is hidden (Qt's default would quit then).
+    app.setQuitOnLastWindowClosed(False)
+    window.closed.connect(app.quit)
     _close_on_signals(window)
     window.show()
     window.start()
     app.exec()
+    if not screenshot_dir:   # a picture run's size is not the user's
+        window.save_geometry()   # hidden by now, its place still known
     collector.stop()   # the workers stop next, on the usual collector
     if instance is not None:
         instance.stop_listening()  # the window is going: nothing left to raise
@@ -127,23 +134,40 @@ def _note_ignored_local_config(used: Path) -> None:
 
 
 def _close_on_signals(window) -> None:
-    """Ctrl-C or SIGTERM close the window, so the engine child is stopped in order. Python runs
-    signal handlers only between bytecodes, so a light timer gives it a chance while Qt waits."""
-    from PySide6.QtCore import QTimer
+    """Ctrl-C or SIGTERM close the window, so the engine child is stopped in order.
+
+    Python runs a signal's handler only when the GUI thread next runs Python code, which an idle
+    Qt loop may not do for a long time; the C-level handler also writes the signal's number to a
+    socket that a QSocketNotifier watches, so the handler runs at once."""
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier, QTimer
 
     def handler(_signum, _frame) -> None:
-        QTimer.singleShot(0, window.close)
+        QTimer.singleShot(0, window.quit_app)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
-    window._signal_timer = QTimer(window)
-    window._signal_timer.timeout.connect(lambda: None)
-    window._signal_timer.start(250)
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno())
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, window)
+
+    def drain() -> None:
+        try:
+            while reader.recv(64):
+                pass
+        except BlockingIOError:
+            pass
+    notifier.activated.connect(drain)
+    window._signal_wakeup = (reader, writer, notifier)   # kept as long as the window
 
 
 def _grace(deadline: float | None) -> float:
+    from laya_desktop.gui.engine_controller import QUIT_GRACE_S
     if deadline is None:
-        return 10.0
-    return max(1.0, min(10.0, deadline - time.monotonic() - 3.0))
+        return QUIT_GRACE_S
+    return max(0.5, min(QUIT_GRACE_S, deadline - time.monotonic() - 3.0))
 
 
 def _start_watchdog(deadline: float, window, exit_code) -> None:

@@ -2,7 +2,8 @@
 
 The child gets its own session so that a last-resort kill can take the whole process group (the
 engine and any runner it started) and so a terminal's Ctrl-C reaches only the GUI, which then stops
-the engine in order: SIGTERM (the engine stops its runners), a bounded wait, then SIGKILL.
+the engine in order: the parent pipe closed (the engine stops its runners), a bounded wait, then
+SIGKILL to the group.
 
 The engine writes its logs into the user's log folder (laya_desktop/logfiles.py); what it prints
 outside logging goes to engine-stderr.log there, which each start rotates.
@@ -18,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from laya_desktop.config import app_token
 from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.logfiles import ENGINE_STDERR_LOG, rotate_by_run, user_log_dir
 
@@ -51,8 +53,12 @@ class EngineProcess:
         self._proc: subprocess.Popen | None = None
         self._pipe_w: int | None = None  # the write end of the engine's parent pipe, never written
         self._lock = threading.Lock()
+        self._pipe_lock = threading.Lock()
         self.log_dir = Path(log_dir) if log_dir else user_log_dir()
         self.log_path = self.log_dir / ENGINE_STDERR_LOG
+        # One per launch of the app, passed to each engine it starts: the GUI can prove it is the
+        # user's own even where the engine cannot write its token file (config/app_token.py).
+        self.app_token = app_token.new_token()
 
     @property
     def pid(self) -> int | None:
@@ -84,7 +90,8 @@ class EngineProcess:
                     engine_command(self.config_path, self.host, self.port, self.log_dir,
                                    parent_pipe=read_end),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, pass_fds=(read_end,))
+                    start_new_session=True, pass_fds=(read_end,),
+                    env={**os.environ, app_token.ENV: self.app_token})
             except BaseException:
                 os.close(write_end)
                 raise
@@ -92,16 +99,20 @@ class EngineProcess:
                 log.close()
                 os.close(read_end)
             self._close_pipe()
-            self._pipe_w = write_end
+            with self._pipe_lock:
+                self._pipe_w = write_end
             return self._proc.pid
 
     def _close_pipe(self) -> None:
-        if self._pipe_w is not None:
+        # Its own lock: ask_to_stop() runs beside a start or stop holding self._lock, and a
+        # descriptor closed twice could close one that another thread has just opened.
+        with self._pipe_lock:
+            fd, self._pipe_w = self._pipe_w, None
+        if fd is not None:
             try:
-                os.close(self._pipe_w)
+                os.close(fd)
             except OSError:
                 pass
-            self._pipe_w = None
 
     def wait_healthy(self, client: EngineClient, timeout: float = 45.0,
                      cancelled: threading.Event | None = None) -> bool:
@@ -117,22 +128,30 @@ class EngineProcess:
             time.sleep(0.2)
         return False
 
+    def ask_to_stop(self) -> None:
+        """Start the engine's stop without waiting: close the pipe's write end. Any thread."""
+        self._close_pipe()
+
     def stop(self, grace_s: float = 10.0) -> int | None:
-        """Terminate, wait up to `grace_s`, then kill the whole group. Returns the exit code."""
+        """Stop the engine and every runner it started; returns its exit code.
+
+        Closing the parent pipe, not SIGTERM, asks it to stop: SIGTERM is `laya serve`'s signal
+        for a service manager and drains open streams for up to 5 s, while a closed pipe means
+        nobody is left to wait on them (0.3 s drain, runners stopped, the engine's own 1.5 s
+        backstop). After `grace_s` the whole group is killed; it is killed in any case, so that a
+        runner the engine failed to stop cannot outlive it."""
         with self._lock:
             proc = self._proc
             if proc is None:
                 return None
+            self._close_pipe()
             if proc.poll() is None:
                 try:
-                    proc.terminate()
                     proc.wait(timeout=grace_s)
                 except subprocess.TimeoutExpired:
                     self._kill_group(proc)
                     proc.wait(timeout=5)
-            # Runners the engine failed to stop would be orphans: take the group down as well.
             self._kill_group(proc)
-            self._close_pipe()
             return proc.returncode
 
     def kill_now(self) -> None:

@@ -1,7 +1,7 @@
 """The main window: six panels in tabs, the menus and the status bar. Wiring only."""
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer, QUrl
+from PySide6.QtCore import QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QTabWidget
 
@@ -9,8 +9,10 @@ from laya_desktop.gui import translations
 from laya_desktop.gui.about_dialog import AboutDialog, app_icon
 
 from laya_desktop.gui.config_doc import ConfigDocument
-from laya_desktop.gui.engine_controller import UP, EngineController
+from laya_desktop.gui.engine_controller import QUIT_GRACE_S, UP, EngineController
 from laya_desktop.gui.poller import EnginePoller
+from laya_desktop.gui.single_instance import bring_to_front
+from laya_desktop.gui.tray import Tray, keeps_serving, save_keeps_serving
 from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.gui.workers import WorkerPool
 from laya_desktop.telemetry.model_sample import ModelState
@@ -22,15 +24,18 @@ LOADED_STATES = frozenset(state.value for state in ModelState if state.loaded)
 
 
 class MainWindow(QMainWindow):
+    closed = Signal()   # the window closed for good (not into the tray): the app may quit
+
     def __init__(self, config_path: str, host: str, port: int, api_key: str | None = None,
-                 *, panels_later: bool = False) -> None:
+                 *, panels_later: bool = False, tray: bool = True) -> None:
         """panels_later: build the panels on the event loop's first turn, after the window is
         on screen; their modules (pyqtgraph, numpy, the editors) are then imported there too,
-        so a launch shows the window in about half the time."""
+        so a launch shows the window in about half the time. tray: a tray icon (where the
+        desktop has a tray), and closing the window may leave the engine serving there."""
         super().__init__()
         self.setWindowTitle(self.tr("Laya Desktop — {path}").format(path=config_path))
         self.setWindowIcon(app_icon())
-        self.resize(1200, 800)
+        self.restore_geometry()
         self.pool = WorkerPool(self)
         self._api_key = api_key
         self.engine = EngineController(self.pool, config_path, host, port, api_key, self)
@@ -39,6 +44,8 @@ class MainWindow(QMainWindow):
         self.panels: dict = {}
         self.tabs = QTabWidget()
         self.setCentralWidget(self.tabs)
+        self.tray = Tray(app_icon(), self) if tray else None
+        self._quitting = False
         self._build_menu()
         self._build_status()
         self._closed = False
@@ -51,6 +58,8 @@ class MainWindow(QMainWindow):
         self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.poller.samples.connect(self._on_samples)
         self.poller.models.connect(self._on_models)
+        if self.tray is not None:
+            self._wire_tray(self.tray)
         if panels_later:
             QTimer.singleShot(0, self._build_panels)
         else:
@@ -89,6 +98,10 @@ class MainWindow(QMainWindow):
         self.poller.events.connect(self.panels["monitor"].add_events)
         self.poller.failed.connect(self.panels["monitor"].show_problem)
         self.poller.config.connect(self.panels["monitor"].set_config)
+        self.poller.config_revision.connect(self.doc.follow)   # hand edits reach the panels
+        self.doc.changed_elsewhere.connect(lambda _: self.statusBar().showMessage(
+            self.tr("The config was changed outside this window (models.yaml edited, or another "
+                    "client); the panels show it now."), 8000))
         self.poller.restarted.connect(self.panels["monitor"].reset)
         self.poller.models.connect(self.panels["models"].set_live)
         if self._start_when_built:
@@ -96,6 +109,14 @@ class MainWindow(QMainWindow):
 
     def panel(self, key: str):
         return self.panels[key]
+
+    def restore_geometry(self) -> None:
+        from laya_desktop.gui import window_geometry
+        window_geometry.restore(self)
+
+    def save_geometry(self) -> None:
+        from laya_desktop.gui import window_geometry
+        window_geometry.save(self)
 
     def _build_menu(self) -> None:
         engine_menu = self.menuBar().addMenu(self.tr("&Engine"))
@@ -106,9 +127,17 @@ class MainWindow(QMainWindow):
         self.open_logs_action.triggered.connect(self.open_log_folder)
         engine_menu.addAction(self.open_logs_action)
         engine_menu.addSeparator()
+        self.keep_serving_action = QAction(
+            self.tr("&Keep serving in the tray when the window closes"), self, checkable=True)
+        self.keep_serving_action.setChecked(keeps_serving())
+        self.keep_serving_action.toggled.connect(save_keeps_serving)
+        if self.tray is None or not self.tray.shown:
+            self.keep_serving_action.setEnabled(False)
+            self.keep_serving_action.setToolTip(self.tr("This desktop has no system tray"))
+        engine_menu.addAction(self.keep_serving_action)
         quit_action = QAction(self.tr("&Quit"), self)
         quit_action.setShortcut("Ctrl+Q")
-        quit_action.triggered.connect(self.close)
+        quit_action.triggered.connect(self.quit_app)
         engine_menu.addAction(quit_action)
 
         view_menu = self.menuBar().addMenu(self.tr("&View"))
@@ -128,6 +157,20 @@ class MainWindow(QMainWindow):
         about = QAction(self.tr("&About Laya Desktop"), self)
         about.triggered.connect(self.show_about)
         help_menu.addAction(about)
+
+    def _wire_tray(self, tray: Tray) -> None:
+        self.engine.state_changed.connect(tray.set_engine_state)
+        self.poller.models.connect(tray.set_models)
+        tray.menu.open_requested.connect(lambda: bring_to_front(self))
+        tray.menu.quit_requested.connect(self.quit_app)
+        tray.menu.load_requested.connect(lambda name: self._model_action("load", name))
+        tray.menu.unload_requested.connect(lambda name: self._model_action("unload", name))
+
+    def _model_action(self, action: str, name: str) -> None:
+        """From the tray: the Models panel's own load or unload (a worker, its status line)."""
+        models = self.panels.get("models")
+        if models is not None and not self._closed:
+            getattr(models, action)(name)
 
     def show_about(self) -> AboutDialog:
         dialog = AboutDialog(self)
@@ -207,12 +250,14 @@ class MainWindow(QMainWindow):
             return
         self.engine.start()
 
-    def shutdown(self, grace_s: float = 10.0) -> bool:
-        """Stop polling and streams, wait (bounded) for the workers, then stop our engine.
-        Idempotent; False when a worker was still running at the bound."""
+    def shutdown(self, grace_s: float = QUIT_GRACE_S) -> bool:
+        """Stop polling and streams, wait (bounded) for the workers, then stop our engine, which
+        was asked to stop first so that both run at once. Idempotent; False when a worker was
+        still running at the bound."""
         if self._closed:
             return self.workers_ended
         self._closed = True
+        self.engine.begin_shutdown()
         self.poller.stop()
         if self.panels:
             self.panels["monitor"].stop()
@@ -223,7 +268,23 @@ class MainWindow(QMainWindow):
         self.engine.shutdown(grace_s=grace_s)
         return self.workers_ended
 
+    def keeps_serving_in_tray(self) -> bool:
+        return self.tray is not None and self.tray.shown and self.keep_serving_action.isChecked()
+
+    def quit_app(self) -> None:
+        """Quit, whatever the tray setting: Engine > Quit, the tray's Quit, SIGTERM, a deadline."""
+        self._quitting = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt name
+        if not self._quitting and not self._closed and self.keeps_serving_in_tray():
+            event.ignore()
+            self.hide()
+            self.tray.tell_still_serving()
+            return
         self.hide()
+        if self.tray is not None:
+            self.tray.hide()
         self.shutdown()
         event.accept()
+        self.closed.emit()

@@ -8,6 +8,7 @@ import time
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QAbstractTableModel, QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
+from laya_desktop.config.schema import REMOTE_BACKENDS
 from laya_desktop.gui.units import fmt_bytes
 from laya_desktop.telemetry.model_sample import ModelState
 
@@ -89,7 +90,7 @@ class RegistryModel(QAbstractTableModel):
         cfg = self.configs[index.row()]
         live = self.live.get(cfg.get("name", ""), {})
         col = COLUMNS[index.column()]
-        state = live.get("state", "unloaded" if cfg.get("backend") != "openai" else "remote")
+        state = live.get("state", "remote" if cfg.get("backend") in REMOTE_BACKENDS else "unloaded")
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(col, cfg, live, state)
         if role == Qt.ItemDataRole.ToolTipRole and col == "State" and live.get("error"):
@@ -121,7 +122,7 @@ class RegistryModel(QAbstractTableModel):
         if col == "Last used":
             return fmt_ago(live.get("last_used"))
         if col == "Source":
-            if cfg.get("backend") == "openai":
+            if cfg.get("backend") in REMOTE_BACKENDS:
                 return f"{cfg.get('base_url', '')} ({cfg.get('remote_model') or cfg.get('name')})"
             return str(cfg.get("path", ""))
         return ""

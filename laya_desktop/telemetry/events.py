@@ -9,18 +9,32 @@ from __future__ import annotations
 import json
 import logging
 import time
+from enum import StrEnum
 from typing import Callable
 
 from laya_desktop.telemetry.ring import DEFAULT_CAPACITY, SeqRing
 
-EVENT_KINDS = (
-    "model_loading", "model_loaded", "model_unloaded", "idle_unload", "emergency_unload",
-    "load_refused", "load_failed", "runner_crashed", "config_applied", "config_rejected",
-)
+
+class EventKind(StrEnum):
+    """Every kind of event the engine records; the values are the `kind` on the wire. The
+    Monitor has a name and a colour for each (tests/test_event_kinds.py holds both sides to it)."""
+    MODEL_LOADING = "model_loading"
+    MODEL_LOADED = "model_loaded"
+    MODEL_UNLOADED = "model_unloaded"
+    IDLE_UNLOAD = "idle_unload"
+    EMERGENCY_UNLOAD = "emergency_unload"
+    LOAD_REFUSED = "load_refused"
+    LOAD_FAILED = "load_failed"
+    RUNNER_CRASHED = "runner_crashed"
+    RUNNER_UNRESPONSIVE = "runner_unresponsive"   # killed for not answering
+    CONFIG_APPLIED = "config_applied"
+    CONFIG_REJECTED = "config_rejected"
+    CONFIG_SAVE_FAILED = "config_save_failed"
+
 
 REQUEST_FIELDS = (
     "t", "rule", "model", "fallback_from", "status", "prompt_tokens", "completion_tokens",
-    "cached_tokens", "ttft_ms", "duration_ms", "path",
+    "cached_tokens", "cached_from", "ttft_ms", "duration_ms", "path",
 )
 
 log = logging.getLogger(__name__)
@@ -64,13 +78,14 @@ class EventLog(_Log):
         super().__init__(capacity)
         self.totals: dict[str, int] = {}  # running count per kind, for laya_events_total
 
-    def record(self, kind: str, model: str | None = None, reason: str | None = None,
+    def record(self, kind: EventKind | str, model: str | None = None, reason: str | None = None,
                freed_bytes: int | None = None, **extra) -> dict:
         """Add one event: {"seq", "t", "kind", "model", "reason", "freed_bytes", **extra}.
 
-        Kinds outside EVENT_KINDS are accepted (the engine may grow new ones); None values of the
-        optional fields are left out so the JSON stays small.
+        `kind` is stored as a plain str (an EventKind's value); None values of the optional
+        fields are left out so the JSON stays small.
         """
+        kind = str(kind)
         item = {"t": time.time(), "kind": kind}
         for key, value in (("model", model), ("reason", reason), ("freed_bytes", freed_bytes)):
             if value is not None:

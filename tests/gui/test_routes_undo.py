@@ -71,7 +71,7 @@ def test_field_edits_and_toggle_are_undone_one_by_one(panel):
     assert panel.undo_stack.count() == 3
 
     panel.undo_stack.undo()
-    assert panel.rules[0]["enabled"] is not False and editor.enabled.isChecked()
+    assert panel.rules[0].get("enabled", True) is not False and editor.enabled.isChecked()
     panel.undo_stack.undo()
     assert "keywords" not in panel.rules[0]["match"] and editor.lists["keywords"].text() == ""
     select(panel, 2)                                       # undo shows the rule it changes

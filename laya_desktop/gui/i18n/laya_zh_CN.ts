@@ -2,6 +2,21 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>OutsideChangeBar</name>
+    <message>
+        <source>The config was changed outside this window (models.yaml edited, or another client) while you have unapplied edits.</source>
+        <translation>在您有未应用的编辑时，配置已在此窗口之外被更改（models.yaml 被编辑，或另一个客户端）。</translation>
+    </message>
+    <message>
+        <source>Reload (drop my edits)</source>
+        <translation>重新加载（放弃我的编辑）</translation>
+    </message>
+    <message>
+        <source>Keep my edits</source>
+        <translation>保留我的编辑</translation>
+    </message>
+</context>
+<context>
     <name>AboutDialog</name>
     <message>
         <source>About Laya Desktop</source>
@@ -493,6 +508,18 @@
 <context>
     <name>MainWindow</name>
     <message>
+        <source>&amp;Keep serving in the tray when the window closes</source>
+        <translation>关闭窗口时在托盘中继续服务(&amp;K)</translation>
+    </message>
+    <message>
+        <source>This desktop has no system tray</source>
+        <translation>此桌面没有系统托盘</translation>
+    </message>
+    <message>
+        <source>The config was changed outside this window (models.yaml edited, or another client); the panels show it now.</source>
+        <translation>配置已在此窗口之外被更改（models.yaml 被编辑，或另一个客户端）；各面板现已显示新配置。</translation>
+    </message>
+    <message>
         <source>Engine stopped</source>
         <translation>引擎已停止</translation>
     </message>
@@ -679,6 +706,22 @@
         <translation>基础 URL</translation>
     </message>
     <message>
+        <source>OpenAI-compatible (chat completions)</source>
+        <translation>OpenAI 兼容（Chat Completions）</translation>
+    </message>
+    <message>
+        <source>Anthropic (Messages)</source>
+        <translation>Anthropic（Messages）</translation>
+    </message>
+    <message>
+        <source>the upstream also has the Responses API (Responses requests pass through)</source>
+        <translation>上游也提供 Responses API（Responses 请求直接转发）</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
         <source>Remote model</source>
         <translation>远程模型</translation>
     </message>
@@ -689,6 +732,10 @@
     <message>
         <source>Test connection</source>
         <translation>测试连接</translation>
+    </message>
+    <message>
+        <source>environment variable holding the key, e.g. ANTHROPIC_API_KEY</source>
+        <translation>保存密钥的环境变量，例如 ANTHROPIC_API_KEY</translation>
     </message>
     <message>
         <source>Browse…</source>
@@ -963,6 +1010,14 @@
 </context>
 <context>
     <name>MonitorPanel</name>
+    <message>
+        <source>runner killed, not answering</source>
+        <translation>运行进程无响应，已终止</translation>
+    </message>
+    <message>
+        <source>config not saved</source>
+        <translation>配置未保存</translation>
+    </message>
     <message>
         <source>Model</source>
         <translation>模型</translation>
@@ -1486,6 +1541,10 @@
 <context>
     <name>RoutesPanel</name>
     <message>
+        <source>not applied: the config changed outside this window since your edits began</source>
+        <translation>未应用：自您开始编辑以来，配置已在此窗口之外被更改</translation>
+    </message>
+    <message>
         <source>Semantic</source>
         <translation>语义</translation>
     </message>
@@ -1855,6 +1914,10 @@
         <source>Nearest examples averaged</source>
         <translation>平均的最近示例数</translation>
     </message>
+    <message>
+        <source>auto (calibrated on the background corpus)</source>
+        <translation>自动（按背景语料校准）</translation>
+    </message>
 </context>
 <context>
     <name>SemanticScoreView</name>
@@ -1963,8 +2026,52 @@
         <translation>{share:.0%} 的最近请求会通过</translation>
     </message>
     <message>
-        <source>minimum probability {p:.2f} (cross-validated over {n} rules&apos; examples)</source>
-        <translation>最低概率 {p:.2f}（基于 {n} 条规则的示例交叉验证）</translation>
+        <source>within my false-positive target</source>
+        <translation>不超过我设定的误报目标</translation>
+    </message>
+    <message>
+        <source>the share of negatives and background text a suggestion may let through</source>
+        <translation>建议值最多允许通过的反例和背景文本比例</translation>
+    </message>
+    <message>
+        <source>false positives at most</source>
+        <translation>误报率上限</translation>
+    </message>
+    <message>
+        <source>threshold {t:.3f} keeps false positives within {target:.0%}: {bg:.1%} of the background corpus passes</source>
+        <translation>阈值 {t:.3f} 将误报控制在 {target:.0%} 以内：背景语料有 {bg:.1%} 通过</translation>
+    </message>
+    <message>
+        <source>{neg:.0%} of the negatives</source>
+        <translation>反例有 {neg:.0%} 通过</translation>
+    </message>
+    <message>
+        <source>recall {r:.0%} of the examples</source>
+        <translation>示例召回率 {r:.0%}</translation>
+    </message>
+    <message>
+        <source>too few examples to promise it (8 or more needed)</source>
+        <translation>示例太少，无法保证（至少需要 8 个）</translation>
+    </message>
+    <message>
+        <source>too few negatives to promise it ({n} or more needed): the estimate rests on the background corpus</source>
+        <translation>反例太少，无法保证（至少需要 {n} 个）：估计仅依据背景语料</translation>
+    </message>
+    <message>
+        <source>minimum probability {p:.2f} (cross-validated over {n} rules&apos; examples, false positives within {target:.0%})</source>
+        <translation>最低概率 {p:.2f}（基于 {n} 条规则的示例交叉验证，误报不超过 {target:.0%}）</translation>
+    </message>
+    <message>
+        <source>Closest recent requests this rule did not take:</source>
+        <translation>此规则未接收的最接近的近期请求：</translation>
+    </message>
+    <message>
+        <source>“{text}”: {reason}</source>
+        <translation>“{text}”：{reason}</translation>
+    </message>
+    <message>
+        <source>Example “{mine}” overlaps rule {rule}&apos;s “{theirs}” ({sim:.2f})</source>
+        <translation>示例“{mine}”与规则 {rule} 的“{theirs}”重叠（{sim:.2f}）</translation>
     </message>
 </context>
 <context>
@@ -2040,6 +2147,64 @@
     <message>
         <source>&lt;b&gt;Recommended: {n} clients&lt;/b&gt; at {chars} prompt characters — {tps:.1f} tokens/s, TTFT p95 {ttft:.0f} ms (target {target:g} ms), within the memory limits</source>
         <translation>&lt;b&gt;推荐：{n} 个客户端&lt;/b&gt;，提示词 {chars} 字符 — {tps:.1f} tokens/秒，TTFT p95 {ttft:.0f} ms（目标 {target:g} ms），在内存限制之内</translation>
+    </message>
+</context>
+<context>
+    <name>Tray</name>
+    <message>
+        <source>Laya Desktop is still serving</source>
+        <translation>Laya Desktop 仍在服务</translation>
+    </message>
+    <message>
+        <source>The engine keeps running in the tray. Quit from the tray&apos;s menu to stop it.</source>
+        <translation>引擎在托盘中继续运行。从托盘菜单中退出即可停止它。</translation>
+    </message>
+</context>
+<context>
+    <name>TrayMenu</name>
+    <message>
+        <source>up</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>down</source>
+        <translation>未运行</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>启动中</translation>
+    </message>
+    <message>
+        <source>Laya Desktop — engine {state}</source>
+        <translation>Laya Desktop — 引擎{state}</translation>
+    </message>
+    <message>
+        <source>loaded: {names}</source>
+        <translation>已加载：{names}</translation>
+    </message>
+    <message>
+        <source>no model loaded</source>
+        <translation>没有已加载的模型</translation>
+    </message>
+    <message>
+        <source>Open Laya Desktop</source>
+        <translation>打开 Laya Desktop</translation>
+    </message>
+    <message>
+        <source>no models</source>
+        <translation>没有模型</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>Load {model}</source>
+        <translation>加载 {model}</translation>
+    </message>
+    <message>
+        <source>Unload {model}</source>
+        <translation>卸载 {model}</translation>
     </message>
 </context>
 <context>

@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
+from laya_desktop.gui.monitor.legend import list_in_legend
 from laya_desktop.gui.monitor.series import model_series, system_series, y_range
 from laya_desktop.gui.ring_buffer import SampleRing
 
@@ -39,7 +40,7 @@ class MonitorMirror(QWidget):
         self.view.setBackground("w")
         self.plot: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, tuple[pg.PlotDataItem, object]] = {}
-        self._models_seen = 0
+        self._columns_seen = 0
         self._drawn_version = -1
         self._ranges: dict[str, tuple[float, float]] = {}
         first = None
@@ -75,7 +76,8 @@ class MonitorMirror(QWidget):
         if s.plot not in self.plot or s.key in self.curves:
             return
         from laya_desktop.gui.panels.monitor_panel import PALETTE
-        curve = self.plot[s.plot].plot(name=s.label, pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)], width=1))
+        curve = self.plot[s.plot].plot(pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)], width=1))
+        curve.setVisible(False)   # and out of the legend until it has data (legend.py)
         curve.setDownsampling(auto=True, method="peak")
         curve.setClipToView(True)
         self.curves[s.key] = (curve, s)
@@ -86,10 +88,12 @@ class MonitorMirror(QWidget):
         if not self.ring.count or (self.ring.version == self._drawn_version and not force):
             return False
         self._drawn_version = self.ring.version
-        for i, name in enumerate(self.ring.models[self._models_seen:], start=self._models_seen):
-            for s in model_series(name, i, _tr):
-                self._add(s)
-        self._models_seen = len(self.ring.models)
+        if len(self.ring.columns) != self._columns_seen:
+            self._columns_seen = len(self.ring.columns)
+            for i, name in enumerate(self.ring.models):
+                for s in model_series(name, i, _tr):
+                    if s.key in self.ring.columns:
+                        self._add(s)
         rows = self.ring.window(self.window_s)
         t = self.ring.times(rows)
         t_end = float(t[-1])
@@ -97,9 +101,15 @@ class MonitorMirror(QWidget):
         per_plot: dict[str, list[np.ndarray]] = {k: [] for k in self.plot}
         for curve, s in self.curves.values():
             y = s.values(self.ring, rows)
-            if np.isfinite(y).any():
+            shown = bool(np.isfinite(y).any())
+            if shown:
                 curve.setData(t, y, connect="finite")
                 per_plot[s.plot].append(y)
+            elif curve.isVisible():
+                curve.setData([], [])
+            if shown != curve.isVisible():
+                curve.setVisible(shown)
+                list_in_legend(self.plot[s.plot], curve, s.label, shown)
         for key, p in self.plot.items():
             r = y_range(key, per_plot[key])
             if r is not None and not _fits(self._ranges.get(key), r):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-    QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QFrame, QHBoxLayout, QLabel,
+    QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QSplitter, QTabWidget,
+    QVBoxLayout, QWidget,
 )
 
 from laya_desktop.gui.loadtest.live_curves import LiveCurves
@@ -193,9 +194,21 @@ class LoadTestPanel(QWidget):
         self.views.addTab(self.results, self.tr("Results"))
         self.views.addTab(sweep_page, self.tr("Capacity sweep"))
 
+        # The form scrolls and gives way to the plots on a laptop screen: a splitter between them.
+        form_box = QWidget()
+        form_box.setLayout(form)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setWidget(form_box)
+        self.form_split = QSplitter(Qt.Orientation.Vertical)
+        self.form_split.addWidget(self.form_scroll)
+        self.form_split.addWidget(self.views)
+        self.form_split.setChildrenCollapsible(False)
+        self.form_split.setStretchFactor(1, 1)
+        self.form_split.setSizes([form_box.sizeHint().height(), 10_000])
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.views, 1)
+        layout.addWidget(self.form_split, 1)
         self.flush_timer = QTimer(self)
         self.flush_timer.setInterval(FLUSH_MS)
         self.flush_timer.timeout.connect(self._flush)

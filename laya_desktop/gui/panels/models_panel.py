@@ -13,8 +13,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from laya_desktop.config.schema import REMOTE_BACKENDS
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.panels.model_dialog import ModelDialog
+from laya_desktop.gui.registry_edits import replace_model
 from laya_desktop.gui.registry_model import RegistryModel
 from laya_desktop.gui.workers import WorkerPool
 
@@ -83,15 +85,14 @@ class ModelsPanel(QWidget):
 
     def _dialog_accepted(self, entry: dict, existing: dict | None) -> None:
         if existing:
-            self.replace_model(existing["name"], {**_keep_extras(existing), **entry})
+            self.replace_model(existing["name"], entry)   # the whole entry: the dialog kept the rest
         else:
             self.add_model(entry)
 
-    def edit_selected(self) -> None:
+    def edit_selected(self) -> ModelDialog | None:
         name = self.selected_name()
         cfg = next((m for m in self.doc.applied.get("models", []) if m.get("name") == name), None)
-        if cfg:
-            self.open_dialog(cfg.get("backend", "llama_cpp"), cfg)
+        return self.open_dialog(cfg.get("backend", "llama_cpp"), cfg) if cfg else None
 
     def add_model(self, entry: dict) -> None:
         if entry.get("name") in self.doc.model_names():   # the dialog refuses it first; the config may have changed since
@@ -104,15 +105,9 @@ class ModelsPanel(QWidget):
         self._apply("add", config)
 
     def replace_model(self, name: str, entry: dict) -> None:
-        config = self.doc.copy()
-        models = config.get("models", [])
-        config["models"] = [entry if m.get("name") == name else m for m in models]
-        if entry.get("name") != name:  # renamed: keep the rules pointing at it
-            for route in config.get("routes", []):
-                if route.get("target") == name:
-                    route["target"] = entry["name"]
-                route["fallback"] = [entry["name"] if f == name else f for f in route.get("fallback", [])]
-        self._apply("edit", config)
+        """Send the config with model `name` replaced by `entry`; a rename takes every rule's
+        reference to it along (target, targets, fallback)."""
+        self._apply("edit", replace_model(self.doc.copy(), name, entry))
 
     def remove_selected(self) -> None:
         self._on_selected(self.remove_model)
@@ -126,8 +121,10 @@ class ModelsPanel(QWidget):
         config = self.doc.copy()
         for m in config.get("models", []):
             if m.get("name") == name:
-                if m.get("backend") == "openai":
-                    self.status.setText(self.tr("remote models hold no local memory to pin"))
+                if m.get("backend") in REMOTE_BACKENDS:   # keep_in_memory is refused there
+                    text = self.tr("remote models hold no local memory to pin")
+                    self.status.setText(text)
+                    self.action_done.emit("pin", False, ValueError(text))
                     return
                 m["keep_in_memory"] = not m.get("keep_in_memory", False)
         self._apply("pin", config)
@@ -175,13 +172,6 @@ class ModelsPanel(QWidget):
                 action=what, name=name, error=exc))
             self.action_done.emit(action, False, exc)
         self.pool.submit(fn, name, returned=ok, errored=bad)
-
-
-def _keep_extras(existing: dict) -> dict:
-    """GGUF fields the dialog does not show (n_threads, chat_format) survive an edit."""
-    if existing.get("backend") != "llama_cpp":
-        return {}
-    return {k: v for k, v in existing.items() if k in ("n_threads", "chat_format")}
 
 
 def _button(label: str, slot) -> QPushButton:

@@ -22,12 +22,14 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
+from laya_desktop.gui.monitor.legend import list_in_legend
 from laya_desktop.gui.monitor.series import (
     Series, gpu_series, model_series, system_series, write_csv, y_range,
 )
 from laya_desktop.gui.registry_model import state_text
 from laya_desktop.gui.ring_buffer import GIB, SampleRing
 from laya_desktop.gui.units import fmt_bytes
+from laya_desktop.telemetry.events import EventKind
 from laya_desktop.telemetry.model_sample import ModelSample
 
 MODEL_COLUMNS = (QT_TRANSLATE_NOOP("MonitorPanel", "Model"), QT_TRANSLATE_NOOP("MonitorPanel", "State"),
@@ -37,23 +39,32 @@ MODEL_COLUMNS = (QT_TRANSLATE_NOOP("MonitorPanel", "Model"), QT_TRANSLATE_NOOP("
                  QT_TRANSLATE_NOOP("MonitorPanel", "KV bytes"), QT_TRANSLATE_NOOP("MonitorPanel", "Active"),
                  QT_TRANSLATE_NOOP("MonitorPanel", "Queued"), "tok/s")
 EVENT_NAMES = MappingProxyType({
-    "model_loading": QT_TRANSLATE_NOOP("MonitorPanel", "loading"),
-    "model_loaded": QT_TRANSLATE_NOOP("MonitorPanel", "loaded"),
-    "model_unloaded": QT_TRANSLATE_NOOP("MonitorPanel", "unloaded"),
-    "idle_unload": QT_TRANSLATE_NOOP("MonitorPanel", "idle unload"),
-    "emergency_unload": QT_TRANSLATE_NOOP("MonitorPanel", "emergency unload"),
-    "runner_crashed": QT_TRANSLATE_NOOP("MonitorPanel", "runner crashed"),
-    "load_refused": QT_TRANSLATE_NOOP("MonitorPanel", "load refused"),
-    "load_failed": QT_TRANSLATE_NOOP("MonitorPanel", "load failed"),
-    "config_applied": QT_TRANSLATE_NOOP("MonitorPanel", "config applied"),
-    "config_rejected": QT_TRANSLATE_NOOP("MonitorPanel", "config rejected"),
+    EventKind.MODEL_LOADING: QT_TRANSLATE_NOOP("MonitorPanel", "loading"),
+    EventKind.MODEL_LOADED: QT_TRANSLATE_NOOP("MonitorPanel", "loaded"),
+    EventKind.MODEL_UNLOADED: QT_TRANSLATE_NOOP("MonitorPanel", "unloaded"),
+    EventKind.IDLE_UNLOAD: QT_TRANSLATE_NOOP("MonitorPanel", "idle unload"),
+    EventKind.EMERGENCY_UNLOAD: QT_TRANSLATE_NOOP("MonitorPanel", "emergency unload"),
+    EventKind.LOAD_REFUSED: QT_TRANSLATE_NOOP("MonitorPanel", "load refused"),
+    EventKind.LOAD_FAILED: QT_TRANSLATE_NOOP("MonitorPanel", "load failed"),
+    EventKind.RUNNER_CRASHED: QT_TRANSLATE_NOOP("MonitorPanel", "runner crashed"),
+    EventKind.RUNNER_UNRESPONSIVE: QT_TRANSLATE_NOOP("MonitorPanel", "runner killed, not answering"),
+    EventKind.CONFIG_APPLIED: QT_TRANSLATE_NOOP("MonitorPanel", "config applied"),
+    EventKind.CONFIG_REJECTED: QT_TRANSLATE_NOOP("MonitorPanel", "config rejected"),
+    EventKind.CONFIG_SAVE_FAILED: QT_TRANSLATE_NOOP("MonitorPanel", "config not saved"),
 })
-# The events marked on the plots; loading is left out (its "loaded" follows within seconds).
-MARKED = frozenset(EVENT_NAMES) - {"model_loading"}
+# Loading is not marked (its "loaded" follows within seconds); every other kind is, those of a
+# newer engine too, under their own name and in grey.
+UNMARKED = frozenset({EventKind.MODEL_LOADING})
 PALETTE = ("#1f4f9a", "#3cb44b", "#e6194b", "#f58231", "#911eb4", "#00a0a0", "#f032e6", "#9a6324")
-EVENT_COLORS = MappingProxyType({"emergency_unload": "#d00000", "runner_crashed": "#d00000",
-                                 "load_refused": "#d07000", "load_failed": "#d07000",
-                                 "config_applied": "#2060c0", "config_rejected": "#d07000"})
+LOST, REFUSED, NEWS = "#d00000", "#d07000", "#777777"   # a runner or its memory lost; refused; news
+EVENT_COLORS = MappingProxyType({
+    EventKind.MODEL_LOADING: NEWS, EventKind.MODEL_LOADED: NEWS, EventKind.MODEL_UNLOADED: NEWS,
+    EventKind.IDLE_UNLOAD: NEWS, EventKind.CONFIG_APPLIED: "#2060c0",
+    EventKind.EMERGENCY_UNLOAD: LOST, EventKind.RUNNER_CRASHED: LOST,
+    EventKind.RUNNER_UNRESPONSIVE: LOST, EventKind.LOAD_REFUSED: REFUSED,
+    EventKind.LOAD_FAILED: REFUSED, EventKind.CONFIG_REJECTED: REFUSED,
+    EventKind.CONFIG_SAVE_FAILED: REFUSED,
+})
 WINDOWS_MIN = (1, 5, 15, 60)
 MIN_DRAW_S, MAX_DRAW_S = 0.5, 2.0
 AXIS_WIDTH = 58
@@ -159,7 +170,7 @@ class MonitorPanel(QWidget):
         for s in system_series(_tr):
             self._add_series(s)
         self.mem_curves = {k: self.curves[k] for k in ("ram_used", "ram_available")}
-        self._models_seen = 0
+        self._columns_seen = 0
         self._gpus_seen = 0
 
         self.marker_lines: dict[str, pg.PlotDataItem] = {}
@@ -207,6 +218,8 @@ class MonitorPanel(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.plots)
         split.addWidget(self.table)
+        split.setChildrenCollapsible(False)
+        split.setStretchFactor(0, 1)   # a taller window gives its height to the plots
         split.setSizes([620, 120])
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
@@ -230,9 +243,11 @@ class MonitorPanel(QWidget):
         if key in self.curves:
             return
         style = Qt.PenStyle.DashLine if s.dashed else Qt.PenStyle.SolidLine
-        curve = self.plot[s.plot].plot(name=s.label, pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)],
-                                                                   width=1, style=style),
+        # No name: the legend lists a curve only while it has data (monitor/legend.py).
+        curve = self.plot[s.plot].plot(pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)],
+                                                    width=1, style=style),
                                        autoDownsampleFactor=1.0)
+        curve.setVisible(False)
         # pyqtgraph's default factor (5 samples a pixel) leaves 3,600 points unreduced on a
         # 500-pixel plot; with peak mode one bin a pixel still keeps every spike (min and max).
         curve.setDownsampling(auto=True, method="peak")
@@ -252,11 +267,14 @@ class MonitorPanel(QWidget):
         return line
 
     def _sync_curves(self) -> None:
-        """New models and GPUs get their curves the first time they appear in a sample."""
-        for i, name in enumerate(self.ring.models[self._models_seen:], start=self._models_seen):
-            for s in model_series(name, i, _tr):
-                self._add_series(s)
-        self._models_seen = len(self.ring.models)
+        """A model's curves come with the first sample that has their figures: none for the
+        figures its backend never reports (MLX memory for a GGUF model). GPUs with theirs."""
+        if len(self.ring.columns) != self._columns_seen:
+            self._columns_seen = len(self.ring.columns)
+            for i, name in enumerate(self.ring.models):
+                for s in model_series(name, i, _tr):
+                    if s.key in self.ring.columns:
+                        self._add_series(s)
         for index in self.ring.gpus[self._gpus_seen:]:
             for s in gpu_series(index, _tr):
                 self._add_series(s)
@@ -273,6 +291,7 @@ class MonitorPanel(QWidget):
     def reset(self) -> None:
         """A new engine: its samples and events number from 1 again."""
         self.ring.reset()
+        self._columns_seen = self._gpus_seen = 0
         self._drawn_version = -1
         self._dirty = True
 
@@ -336,13 +355,15 @@ class MonitorPanel(QWidget):
         for key, curve in self.curves.items():
             s = self.series[key]
             y = s.values(self.ring, rows)
-            if np.isfinite(y).any():
+            shown = bool(np.isfinite(y).any())
+            if shown:
                 curve.setData(t, y, connect="finite")
-                curve.setVisible(True)
                 per_plot[s.plot].append(y)
             elif curve.isVisible():
                 curve.setData([], [])
-                curve.setVisible(False)
+            if shown != curve.isVisible():
+                curve.setVisible(shown)
+                list_in_legend(self.plot[s.plot], curve, s.label, shown)
         lines = self._update_thresholds(latest)
         ranges = {}
         for key, p in self.plot.items():
@@ -426,7 +447,7 @@ class MonitorPanel(QWidget):
             self.vram_notice.setVisible(True)
 
     def _draw_markers(self, x0: float, x1: float, ranges: dict[str, tuple[float, float]]) -> None:
-        events = [e for e in self.ring.events.between(x0, x1) if e.get("kind") in MARKED]
+        events = [e for e in self.ring.events.between(x0, x1) if e.get("kind") not in UNMARKED]
         drawn = (len(events), events[-1].get("seq") if events else None, events[0].get("seq") if events else None,
                  tuple(sorted(ranges.items())))
         if drawn == self._markers_drawn:
@@ -444,7 +465,7 @@ class MonitorPanel(QWidget):
         y = top[1] - (top[1] - top[0]) * 0.03
         self.marker_spots.setData(
             x=xs, y=np.full(len(xs), y), data=list(range(len(events))),
-            brush=[pg.mkBrush(EVENT_COLORS.get(e.get("kind", ""), "#777777")) for e in events],
+            brush=[pg.mkBrush(EVENT_COLORS.get(e.get("kind"), NEWS)) for e in events],
             pen=None)
 
     def _spot_tip(self, x: float, y: float, data) -> str:

@@ -4,6 +4,11 @@
 while there are unapplied edits the panel says so next to the answer. "What if…" replays the
 engine's recent requests against the *edited* rules (POST /admin/route/replay) before they are
 applied; "Distribution" shows where requests went (GET /admin/stats).
+
+Edits are made against the revision of the config they started from: a change from outside (a
+hand edit of models.yaml) shows at once when there are no edits, and otherwise asks whether to
+reload or keep them; an Apply against a stale revision is refused by the engine (409) and asks
+the same, so the panel never overwrites a change it did not show.
 """
 from __future__ import annotations
 
@@ -13,12 +18,14 @@ import html
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
-    QAbstractItemView, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView,
-    QPlainTextEdit, QPushButton, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout, QWidget,
+    QAbstractItemView, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView,
+    QPlainTextEdit, QPushButton, QScrollArea, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout,
+    QWidget,
 )
 
 from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.lint_bridge import rule_warnings
+from laya_desktop.gui.panels.outside_change_bar import OutsideChangeBar
 from laya_desktop.gui.panels.route_insight import DistributionView, WhatIfView
 from laya_desktop.gui.panels.rule_editor import RuleEditor
 from laya_desktop.gui.panels.semantic_view import SemanticScoreView
@@ -41,6 +48,7 @@ class RoutesPanel(QWidget):
         self.undo_stack = QUndoStack(self)
         self._replaying = False
         self._baseline: list[dict] = []   # the routes as last loaded from the engine
+        self._base_etag: str | None = None   # the config revision the edits started from
 
         self.view = QListView()
         self.view.setModel(self.model)
@@ -82,17 +90,21 @@ class RoutesPanel(QWidget):
 
         left = QWidget()
         lv = QVBoxLayout(left)
-        lv.addWidget(QLabel(self.tr("Rules, in order — the first rule whose conditions all hold wins. "
-                                    "Drag to reorder.")))
+        intro = QLabel(self.tr("Rules, in order — the first rule whose conditions all hold wins. "
+                               "Drag to reorder."))
+        intro.setWordWrap(True)
+        lv.addWidget(intro)
+        self.outside_bar = OutsideChangeBar()
+        self.outside_bar.reload.connect(self.revert)
+        self.outside_bar.keep.connect(self._keep_edits)
+        lv.addWidget(self.outside_bar)
         lv.addWidget(self.view, 1)
         lv.addLayout(buttons)
         lv.addLayout(apply_row)
 
         self.editor = RuleEditor()
         self.editor.edited.connect(self._on_rule_edited)
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.addWidget(self.editor)
+        self.editor_scroll = _scrolled(self.editor)
         self.what_if_view = WhatIfView()
         self.distribution = DistributionView(pool, lambda: self.doc.client)
         self.tabs = QTabWidget()
@@ -102,13 +114,18 @@ class RoutesPanel(QWidget):
         self.semantic_view = SemanticScoreView(pool, lambda: self.doc.client)
         self.semantic_view.threshold_chosen.connect(self.editor.semantic.set_threshold)
         self.semantic_view.min_probability_chosen.connect(self.editor.semantic.set_min_probability)
-        self.tabs.addTab(self.semantic_view, self.tr("Semantic"))
-        rv.addWidget(self.tabs, 1)
+        self.tabs.addTab(_scrolled(self.semantic_view), self.tr("Semantic"))
+        self.right_split = QSplitter(Qt.Orientation.Vertical)
+        self.right_split.addWidget(self.editor_scroll)
+        self.right_split.addWidget(self.tabs)
+        self.right_split.setChildrenCollapsible(False)
+        self.right_split.setSizes([600, 400])   # scaled to the height there is: the form first
 
         split = QSplitter()
         split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([560, 440])
+        split.addWidget(self.right_split)
+        split.setChildrenCollapsible(False)
+        split.setSizes([450, 550])   # the form's rows need the width more than the list does
         QVBoxLayout(self).addWidget(split)
 
         ev = self.rules.events
@@ -116,6 +133,7 @@ class RoutesPanel(QWidget):
         for name in ("inserted", "removed", "changed", "moved", "reset"):
             getattr(ev, name).connect(lambda **_kw: self._refresh_lint())
         doc.applied_changed.connect(self._on_applied_config)
+        doc.changed_elsewhere.connect(self._on_changed_elsewhere)
 
     def _wire_undo(self) -> None:
         stack = self.undo_stack
@@ -162,9 +180,24 @@ class RoutesPanel(QWidget):
         if not self.dirty:
             self._load_routes(config.get("routes", []))
 
+    def _on_changed_elsewhere(self, config: dict) -> None:
+        if not self.dirty:
+            return   # already shown by _on_applied_config
+        if self.rules.to_list() == config.get("routes", []):
+            self._load_routes(config.get("routes", []))   # the same rules: nothing to choose
+            return
+        self.outside_bar.show()
+
+    def _keep_edits(self) -> None:
+        """The user chose their edits over the outside change: Apply may now replace it."""
+        self._base_etag = self.doc.etag
+        self._refresh_lint()
+
     def _load_routes(self, routes: list[dict]) -> None:
         row = self.view.currentIndex().row()
         self._baseline = copy.deepcopy(routes)
+        self._base_etag = self.doc.etag
+        self.outside_bar.hide()
         self.rules.reset(copy.deepcopy(routes))
         self.undo_stack.clear()
         if len(self.rules):
@@ -265,13 +298,17 @@ class RoutesPanel(QWidget):
     def apply(self) -> None:
         self.apply_btn.setEnabled(False)
         self.status.setText(self.tr("applying…"))
-        self.doc.apply(self.edited_config(), on_done=self._on_apply_done)
+        self.doc.apply(self.edited_config(), on_done=self._on_apply_done, base=self._base_etag)
 
     def _on_apply_done(self, ok: bool, result: object) -> None:
         self.apply_btn.setEnabled(True)
         if ok:
             self._load_routes(result.get("routes", []))  # type: ignore[union-attr]
             self.status.setText(self.tr("applied and saved by the engine"))
+        elif getattr(result, "status", None) == 409:
+            self.status.setText(self.tr("not applied: the config changed outside this window "
+                                        "since your edits began"))
+            self.outside_bar.show()
         else:
             describe = getattr(result, "describe", None)
             self.status.setText(self.tr("refused, nothing changed:") + "\n"
@@ -325,6 +362,16 @@ class RoutesPanel(QWidget):
     def _show_explain_error(self, exc: Exception) -> None:
         self.try_result.setPlainText(self.tr("explain failed: {error}").format(error=exc))
         self.explained.emit(exc)
+
+
+def _scrolled(widget: QWidget) -> QScrollArea:
+    """`widget` in a scroll area: on a laptop screen a tall or wide form scrolls instead of
+    squeezing its rows into each other."""
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(widget)
+    return scroll
 
 
 def _h(value) -> str:

@@ -1,6 +1,12 @@
 """Form for one routing rule: name, enabled, conditions (semantic examples too), targets,
-strategy and fallbacks."""
+strategy and fallbacks.
+
+An edit changes only the fields the user changed (form_merge): the rule's other fields, shown or
+not (`sampling`, a semantic condition's settings), stay as they were read.
+"""
 from __future__ import annotations
+
+import copy
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -8,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from laya_desktop.config.schema import STRATEGIES
+from laya_desktop.gui.form_merge import merge_changes
 from laya_desktop.gui.panels.semantic_view import SemanticFields
 
 LIST_FIELDS = ("tags", "keywords", "model", "path")
@@ -56,6 +63,22 @@ def targets_text(targets: list) -> str:
     return ", ".join(parts)
 
 
+def _merge_nested(read: dict, shown: dict, now: dict, path: tuple[str, ...]) -> dict:
+    """merge_changes, going down into the mapping at path[0] (and so on) instead of replacing it."""
+    if not path:
+        return merge_changes(read, shown, now)
+    key = path[0]
+    flat = [{k: v for k, v in d.items() if k != key} for d in (shown, now)]
+    out = merge_changes(read, *flat)
+    inner_shown, inner_now = shown.get(key), now.get(key)
+    if inner_now == inner_shown:
+        return out
+    if not isinstance(inner_now, dict) or not isinstance(inner_shown, dict):
+        return merge_changes(out, {key: inner_shown}, {key: inner_now})   # added or removed whole
+    out[key] = _merge_nested(read.get(key) or {}, inner_shown, inner_now, path[1:])
+    return out
+
+
 class RuleEditor(QWidget):
     """Emits `edited(rule_dict)` whenever the user finishes changing a field."""
 
@@ -64,6 +87,8 @@ class RuleEditor(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._loading = False
+        self._read: dict = {}    # the rule as loaded, and the form's view of it then
+        self._shown: dict = {}
         self.name = QLineEdit()
         self.enabled = QCheckBox(self.tr("enabled"))
         self.target = QComboBox()
@@ -145,10 +170,17 @@ class RuleEditor(QWidget):
                 value = match.get(key)
                 edit.setText("" if value is None else str(value))
             self.semantic.load(match.get("semantic"))
+            self._read = copy.deepcopy(rule)
+            self._shown = self._form_rule()
         finally:
             self._loading = False
 
     def rule(self) -> dict:
+        """The rule as loaded, with the fields changed in the form since (match and its semantic
+        condition field by field too)."""
+        return _merge_nested(self._read, self._shown, self._form_rule(), ("match", "semantic"))
+
+    def _form_rule(self) -> dict:
         match: dict = {}
         for key, edit in self.lists.items():
             values = _split(edit.text())
