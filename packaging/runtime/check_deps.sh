@@ -23,7 +23,10 @@ do
     header=${pair%%:*}
     package=${pair#*:}
     # shellcheck disable=SC2086 # CPPFLAGS holds several flags
-    if ! printf '#include <%s>\n' "$header" | "$CC" $CPPFLAGS -E -x c - >/dev/null 2>&1; then
+    # __has_include: whether the header is there, not whether it compiles alone (fuse3's wants
+    # FUSE_USE_VERSION defined first)
+    if ! printf '#if !__has_include(<%s>)\n#error missing\n#endif\n' "$header" \
+            | "$CC" $CPPFLAGS -E -x c - >/dev/null 2>&1; then
         headers="$headers $header"
         case " $missing " in *" $package "*) ;; *) missing="$missing $package" ;; esac
     fi
