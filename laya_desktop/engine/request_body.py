@@ -110,7 +110,9 @@ def _media_parts(messages: list) -> list[str]:
     return found
 
 
-def _tool_calls(calls: Any, where: str) -> list[dict]:
+def tool_calls_of(calls: Any, where: str, id_prefix: str = "call_") -> list[dict]:
+    """An assistant turn's tool calls in OpenAI's shape (arguments as JSON text); a call without
+    an id gets `id_prefix` and its position."""
     if not isinstance(calls, list):
         raise bad_request(f"'{where}' must be an array", "invalid_messages")
     out = []
@@ -121,7 +123,7 @@ def _tool_calls(calls: Any, where: str) -> list[dict]:
         arguments = fn.get("arguments", "{}")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        out.append({"id": str(call.get("id") or f"call_{k}"), "type": "function",
+        out.append({"id": str(call.get("id") or f"{id_prefix}{k}"), "type": "function",
                     "function": {"name": fn["name"], "arguments": arguments}})
     return out
 
@@ -134,7 +136,7 @@ def runner_messages(messages: list) -> list[dict]:
         role = "system" if m["role"] == "developer" else m["role"]
         message: dict[str, Any] = {"role": role, "content": message_text(m.get("content"))}
         if m.get("tool_calls"):
-            message["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
+            message["tool_calls"] = tool_calls_of(m["tool_calls"], f"messages[{i}].tool_calls")
         if role == "tool":
             message["tool_call_id"] = str(m.get("tool_call_id") or "")
         if isinstance(m.get("name"), str):

@@ -21,7 +21,7 @@ from laya_desktop.config.sampling import KNOBS
 from laya_desktop.engine.apis.ollama_terms import keep_alive_seconds, model_checks
 from laya_desktop.engine.calls import Call
 from laya_desktop.engine.errors import ApiError, bad_request
-from laya_desktop.engine.request_body import chat_call
+from laya_desktop.engine.request_body import chat_call, tool_calls_of
 
 API = "ollama"
 ROLES = ("system", "user", "assistant", "tool")
@@ -153,26 +153,15 @@ def _image_parts(images: Any, where: str) -> list[dict]:
 
 
 def _tool_calls(calls: Any, where: str, turn: int) -> list[dict]:
-    """Ollama's tool calls ({"function": {"name", "arguments": {…}}}) in OpenAI's shape."""
-    if not isinstance(calls, list):
-        raise bad_request(f"'{where}' must be an array", "invalid_messages")
-    out = []
-    for k, call in enumerate(calls):
+    """Ollama's tool calls ({"function": {"name", "arguments": {…}}}) in OpenAI's shape; its
+    arguments are an object (some clients send OpenAI's JSON text), nothing else."""
+    for k, call in enumerate(calls if isinstance(calls, list) else []):
         fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise bad_request(f"'{where}[{k}].function.name' must be a string", "invalid_messages")
-        arguments = fn.get("arguments", {})
-        if isinstance(arguments, str):   # some clients send OpenAI's JSON text
-            text = arguments
-        elif isinstance(arguments, dict):
-            text = json.dumps(arguments, ensure_ascii=False)
-        else:
+        arguments = fn.get("arguments", {}) if isinstance(fn, dict) else {}
+        if not isinstance(arguments, (str, dict)):
             raise bad_request(f"'{where}[{k}].function.arguments' must be an object",
                               "invalid_messages")
-        call_id = call.get("id")
-        out.append({"id": call_id if isinstance(call_id, str) and call_id else f"call_{turn}_{k}",
-                    "type": "function", "function": {"name": fn["name"], "arguments": text}})
-    return out
+    return tool_calls_of(calls, where, id_prefix=f"call_{turn}_")
 
 
 def chat_messages(messages: Any) -> tuple[list[dict], list[str]]:
