@@ -163,7 +163,9 @@ def test_tokens_sampled_off_the_loop_carry_their_logprobs(runner):
 
 def test_a_grammar_stream_cancelled_mid_generation_frees_its_slot(runner):
     schema = {"type": "array", "items": {"type": "integer"}}
-    runner.generate("long", {"max_tokens": 400, "json_schema": schema, "temperature": 1.0,
+    # an array the grammar cannot close within max_tokens: only the cancel can end it early
+    endless = {**schema, "minItems": 300}
+    runner.generate("long", {"max_tokens": 400, "json_schema": endless, "temperature": 1.0,
                              "seed": 1}, kind="chat", messages=USER)
     while runner.next()["event"] != "token":
         pass
