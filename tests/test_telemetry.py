@@ -334,3 +334,28 @@ def test_model_states_are_the_engines():
     assert ServedState is ModelState  # the engine's served state is the record's
     assert {s.value for s in RunnerState} <= {s.value for s in ModelState}
     assert [s for s in ModelState if s.loaded] == [ModelState.READY, ModelState.BUSY]
+
+
+def test_gpu_look_without_a_free_descriptor_is_tried_again(monkeypatch):
+    """No descriptor free to import NVML's module is no answer about the GPU: look again later,
+    instead of reporting 'no GPU' for the engine's whole life (issue 29)."""
+    import builtins
+    import errno
+
+    from laya_desktop.telemetry.gpu import GpuSampler
+    real_import = builtins.__import__
+    calls = {"n": 0}
+
+    def out_of_descriptors(name, *args, **kwargs):
+        if name == "pynvml" and calls["n"] == 0:
+            calls["n"] += 1
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", out_of_descriptors)
+    gpu = GpuSampler()
+    gpu.start()
+    assert calls["n"] == 1 and gpu.status_message == "" and not gpu._looked
+    gpu.start()                              # descriptors back: this look gives an answer
+    assert gpu._looked and (gpu.available or gpu.status_message)
+    gpu.close()

@@ -10,6 +10,7 @@ start-up; the telemetry service calls `start()` in a worker thread once the engi
 """
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 
@@ -37,16 +38,22 @@ class GpuSampler:
             return
         with self._lock:
             if not self._looked:
-                self._init()
-                self._looked = True
+                self._looked = self._init()
 
-    def _init(self) -> None:
+    def _init(self) -> bool:
+        """False when the look said nothing (no descriptor free to import or open the library:
+        look again next time), True once it knows."""
         try:
             import pynvml
             pynvml.nvmlInit()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                return False
+            self._unavailable(f"no NVIDIA GPU telemetry: {_text(exc) or type(exc).__name__}")
+            return True
         except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
             self._unavailable(f"no NVIDIA GPU telemetry: {_text(exc) or type(exc).__name__}")
-            return
+            return True
         self._nvml = pynvml
         try:
             count = pynvml.nvmlDeviceGetCount()
@@ -56,14 +63,15 @@ class GpuSampler:
         except Exception as exc:
             self._unavailable(f"NVML could not list the GPUs: {_text(exc)}")
             self._shutdown()
-            return
+            return True
         if not self._devices:
             self._unavailable("NVML found no NVIDIA GPU")
             self._shutdown()
-            return
+            return True
         self.available = True
         self.status_message = ", ".join(f"GPU {i}: {name}" for i, _, name in self._devices)
         log.info("GPU telemetry: %s", self.status_message)
+        return True
 
     def _unavailable(self, message: str) -> None:
         self.available = False
