@@ -38,6 +38,23 @@ def _add_engine_commands(sub) -> None:
         p.add_argument("name", help="the model's name in models.yaml")
 
 
+def _add_launch_command(sub) -> None:
+    p = sub.add_parser("launch", help="start Codex CLI or Claude Code against this engine")
+    p.add_argument("client", choices=["codex", "claude"])
+    _add_config(p)
+    p.add_argument("--url", default=None, help="engine root (default: server host and port from the config)")
+    p.add_argument("--api-key", default=None, help="default: server.api_key from the config")
+    p.add_argument("--model", default=None,
+                   help="the model name the client asks for (default: Codex 'auto', Claude Code its own; "
+                        "Laya's rules route any name)")
+    p.add_argument("--write-config", action="store_true",
+                   help="also write these settings into the client's own config file (a copy of the "
+                        "old one is kept beside it)")
+    p.add_argument("--print", action="store_true", help="print the command line instead of running it")
+    p.add_argument("--no-check", action="store_true", help="start the client without checking the engine answers")
+    p.add_argument("client_args", nargs="*", help="after --: arguments for the client")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="laya", description="Laya Desktop: local model gateway")
     parser.add_argument("--version", "-V", action="version", version=_version_text())
@@ -108,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
 
     _add_engine_commands(sub)
+    _add_launch_command(sub)
 
     p = sub.add_parser("_runner", help=argparse.SUPPRESS)
     p.add_argument("--backend", required=True)
@@ -125,7 +143,14 @@ def _skip_httpx_cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     _skip_httpx_cli()
     argv = sys.argv[1:] if argv is None else argv
+    passthrough = None
+    if argv[:1] == ["launch"] and "--" in argv:
+        # the client's own arguments, untouched (argparse would read their options as ours)
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
+    if passthrough is not None:
+        args.client_args = [*args.client_args, *passthrough]
     if args.self_test:
         from laya_desktop.self_test import run_self_test
         return run_self_test(args)
@@ -153,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "models":
         from laya_desktop.runners.inspect_cli import run_inspect
         return run_inspect(args)
+    if command == "launch":
+        from laya_desktop.control.launch import run_launch
+        return run_launch(args)
     if command in ("ps", "load", "unload"):
         from laya_desktop.control import commands
         return {"ps": commands.run_ps, "load": commands.run_load,
