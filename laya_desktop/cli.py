@@ -50,6 +50,9 @@ def _add_launch_command(sub) -> None:
     p.add_argument("--write-config", action="store_true",
                    help="also write these settings into the client's own config file (a copy of the "
                         "old one is kept beside it)")
+    p.add_argument("--no-auto-memory", action="store_true",
+                   help="Claude Code: turn its per-project memory off, so that sessions in different "
+                        "projects share their whole instructions and a prompt cache serves them")
     p.add_argument("--print", action="store_true", help="print the command line instead of running it")
     p.add_argument("--no-check", action="store_true", help="start the client without checking the engine answers")
     p.add_argument("client_args", nargs="*", help="after --: arguments for the client")

@@ -69,6 +69,8 @@ def test_claude_env_keeps_the_prompt_stable_and_routes_every_tier():
     assert env["CLAUDE_CODE_ATTRIBUTION_HEADER"] == "0" and env["ANTHROPIC_AUTH_TOKEN"] == "laya"
     assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == env["CLAUDE_CODE_SUBAGENT_MODEL"] == "smol"
     assert "ANTHROPIC_DEFAULT_OPUS_MODEL" not in launch.claude_env("http://h:1", "k", None)
+    assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" not in env
+    assert launch.claude_env("http://h:1", None, None, auto_memory=False)["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
 
 
 def test_a_missing_client_says_how_to_install_it(tmp_path):

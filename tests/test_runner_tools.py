@@ -105,7 +105,8 @@ def test_formats_without_tools_get_hermes_text():
     chatml = select_format(None, None, "llama", "", "")
     assert not chatml.native_tools
     text = chatml.render(normalize_messages(HISTORY), tools).text
-    assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools")
+    assert text.startswith("<|im_start|>system\n# Tools")
+    assert "</tool_call>\n\nBe brief.<|im_end|>" in text   # the system text follows the tools
     assert '<tools>\n{"type": "function", "function": {"name": "get_weather"' in text
     assert "<tool_call>\n{\"name\": <function-name>" in text          # the instruction
     assert ('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
@@ -120,7 +121,7 @@ def test_formats_without_tools_get_hermes_text():
     assert ("<|im_start|>user\n<tool_response>\n18 C, sunny\n</tool_response>\n<tool_response>\n"
             "14:05\n</tool_response><|im_end|>") in text and "get_weather" in text
     gemma = select_format(None, None, "gemma3", "", "").render(normalize_messages(HISTORY), tools).text
-    assert "<start_of_turn>user\nBe brief.\n\n# Tools" in gemma
+    assert "<start_of_turn>user\n# Tools" in gemma and "</tool_call>\n\nBe brief." in gemma
     assert "<start_of_turn>user\n<tool_response>\n18 C" in gemma and "tool\n" not in gemma
 
 

@@ -123,11 +123,15 @@ def codex_plan(binary: str, url: str, key: str | None, model: str, context_windo
     return LaunchPlan("codex", argv + extra, env)
 
 
-def claude_env(url: str, key: str | None, model: str | None) -> dict[str, str]:
+def claude_env(url: str, key: str | None, model: str | None, auto_memory: bool = True) -> dict[str, str]:
     # A token, not ANTHROPIC_API_KEY: Claude Code asks the user to approve an API key it has not
     # seen, and sends the token as a bearer, which the engine takes as its key.
     env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_AUTH_TOKEN": key or "laya", "ANTHROPIC_API_KEY": "",
            **CLAUDE_STABLE_ENV}
+    if not auto_memory:
+        # the memory section names the project's folder part-way into the system text, so two
+        # projects' sessions share only the prompt up to it (bench/prompt_layout.py)
+        env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
     if model:
         for tier in ("ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
                      "ANTHROPIC_DEFAULT_HAIKU_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"):
@@ -135,8 +139,9 @@ def claude_env(url: str, key: str | None, model: str | None) -> dict[str, str]:
     return env
 
 
-def claude_plan(binary: str, url: str, key: str | None, model: str | None, extra: list[str]) -> LaunchPlan:
-    return LaunchPlan("claude", [binary, *extra], claude_env(url, key, model))
+def claude_plan(binary: str, url: str, key: str | None, model: str | None, extra: list[str],
+                auto_memory: bool = True) -> LaunchPlan:
+    return LaunchPlan("claude", [binary, *extra], claude_env(url, key, model, auto_memory))
 
 
 # --- --write-config ---------------------------------------------------------------------------
@@ -214,7 +219,7 @@ def build_plan(args) -> LaunchPlan:
     if args.client == "codex":
         window = agents_context_window(_config_for(args))
         return codex_plan(binary, url, key, args.model or "auto", window, extra)
-    return claude_plan(binary, url, key, args.model, extra)
+    return claude_plan(binary, url, key, args.model, extra, auto_memory=not args.no_auto_memory)
 
 
 def _shell_line(plan: LaunchPlan) -> str:

@@ -5,8 +5,8 @@
 - `for_template` prepares messages for such a template: history tool calls get their
   `function.arguments` as a parsed object, the Hugging Face convention (Qwen's template does
   `arguments | tojson`; a JSON string there would be quoted twice).
-- `inline_tools` is for every other format: the tools go into the system prompt in the Hermes
-  style (what most small instruct models were tuned on, and the first format the engine parses),
+- `inline_tools` is for every other format: the tools go into the system prompt, ahead of its
+  text, in the Hermes style (what most small instruct models were tuned on, and the first format the engine parses),
   history tool calls become `<tool_call>` text in the assistant turn, and tool results become
   `tool` turns, or user turns wrapped in `<tool_response>` where the format has no tool role.
 """
@@ -124,7 +124,10 @@ def inline_tools(messages: list[dict], tools: list[dict] | None, tool_role: bool
         section = tools_system_prompt(tools)
         if out and out[0]["role"] == "system":
             first = out[0]["content"]
-            out[0] = {"role": "system", "content": f"{first}\n\n{section}" if first else section}
+            # tools first: they are the same in every session of an agent, while its system text
+            # names the project part-way in; the prefix two sessions share is then the tools and
+            # the system text up to that point (Anthropic caches tools -> system in this order)
+            out[0] = {"role": "system", "content": f"{section}\n\n{first}" if first else section}
         else:
             out.insert(0, {"role": "system", "content": section})
     return out
