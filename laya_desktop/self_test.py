@@ -162,6 +162,15 @@ def keyword_scanner() -> str:
     return scanner.name
 
 
+def hub_client() -> str:
+    """The model downloads' client (huggingface_hub) is here: a bundle that left it out could
+    search nothing. Imported only, nothing is asked of the hub."""
+    import huggingface_hub
+
+    from laya_desktop.hub import client, transfer  # noqa: F401
+    return f"huggingface_hub {huggingface_hub.__version__}"
+
+
 def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") -> int:
     started = time.monotonic()
 
@@ -181,6 +190,8 @@ def run_self_test(args=None, model_path: str = "builtin:smollm2-135m-instruct") 
             report(step, t0, f": {resolve_builtins()}")
             step, t0 = "keyword scanner", time.monotonic()
             report(step, t0, f": {keyword_scanner()}")
+            step, t0 = "hub client", time.monotonic()
+            report(step, t0, f": {hub_client()}")
             step, t0 = "engine start", time.monotonic()
             engine = Engine(config, port, folder / "engine.log")
             engine.wait_healthy(HEALTH_TIMEOUT_S)
