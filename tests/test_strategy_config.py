@@ -121,3 +121,51 @@ def test_laya_route_names_the_targets_and_strategy(tmp_path):
                                     timeout=60).stdout)
     assert "targets:   a, b (strategy least_loaded" in text.stdout, text.stderr
     assert (out["targets"], out["strategy"]) == (["a", "b"], "least_loaded")
+
+
+def test_replica_keys_load_and_round_trip():
+    models = [{**MODELS[0], "slots": 1, "health": {"probe": "/health", "interval_s": 2,
+                                                   "eject_after": 2}}, *MODELS[1:]]
+    raw = {"models": models, "routes": [{"name": "r", "targets": ["a", "b"],
+                                         "strategy": "min_latency", "affinity_ttl_s": 60}]}
+    config, errors = validate_config(raw)
+    assert errors == []
+    a, rule = config.models[0], config.routes[0]
+    assert a.slots == 1 and a.health.probe == "/health" and a.health.backoff_s == 5
+    assert rule.affinity is None and rule.affinity_on and rule.affinity_ttl_s == 60
+    again, errors = parse_config_text(dump_config_text(config))
+    assert errors == [] and again == config
+    assert config_to_dict(config)["routes"][0]["affinity_ttl_s"] == 60
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"models": [{"name": "l", "backend": "llama_cpp", "path": "x.gguf", "slots": 2}]},
+     "models[3].slots: 'slots' does not apply to backend 'llama_cpp' (applies to: openai, anthropic)"),
+    ({"health": {"probe": "ping"}},
+     "models[0].health.probe: unknown probe 'ping' (valid: none, auto, or a path such as /health)"),
+    ({"health": {"every": 3}}, "models[0].health.every: unknown key 'every' (valid: probe, "
+                               "interval_s, eject_after, backoff_s, backoff_max_s)"),
+    ({"health": {"backoff_s": 10, "backoff_max_s": 5}},
+     "models[0].health.backoff_max_s: less than backoff_s (5 < 10)"),
+    ({"health": {"eject_after": 0}}, "models[0].health.eject_after: must be between 1 and 1000, got 0"),
+    ({"route": {"name": "r", "target": "a", "affinity": True}},
+     "routes[0].affinity: 'affinity' applies to a rule with several targets only"),
+    ({"route": {"name": "r", "targets": ["a", "b"], "affinity": "yes"}},
+     "routes[0].affinity: expected true or false, got 'yes'"),
+    ({"route": {"name": "r", "targets": ["a", "b"], "affinity_ttl_s": 0}},
+     "routes[0].affinity_ttl_s: must be between 1 and 604800, got 0"),
+])
+def test_replica_keys_are_refused_with_their_paths(change, expected):
+    models = [dict(m) for m in MODELS] + change.get("models", [])
+    if "health" in change:
+        models[0]["health"] = change["health"]
+    route = change.get("route", {"name": "r", "targets": ["a", "b"]})
+    errors = [str(e) for e in validate_config({"models": models, "routes": [route]})[1]]
+    assert errors == [expected], errors
+
+
+def test_affinity_false_turns_it_off_and_one_target_has_none():
+    config, errors = validate_config({"models": MODELS, "routes": [
+        {"name": "off", "targets": ["a", "b"], "affinity": False},
+        {"name": "one", "target": "a"}]})
+    assert errors == [] and [r.affinity_on for r in config.routes] == [False, False]

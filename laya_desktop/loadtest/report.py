@@ -71,7 +71,7 @@ def _dist(values: list[float]) -> dict:
 def aggregate(results: list[RequestResult], wall_s: float) -> dict:
     """{"requests", "ok", "errors", "status_counts", "latency_ms", "ttft_ms", "itl_ms",
     "tokens_per_s", "completion_tokens", "requests_per_s", "wall_s", "routes", "models",
-    "fallbacks", "route_models", "errors_by_cause", "error_samples"}.
+    "fallbacks", "route_models", "errors_by_cause", "error_samples", "per_model"}.
 
     Latency and TTFT percentiles are over successful requests only (a refusal answered in 1 ms
     would otherwise look like speed); tokens/s is completion tokens of successful requests over
@@ -122,7 +122,40 @@ def aggregate(results: list[RequestResult], wall_s: float) -> dict:
         "fallbacks": dict(sorted(fallbacks.items())),
         "errors_by_cause": dict(sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))),
         "error_samples": samples,
+        "per_model": per_model(results),
     }
+
+
+def per_model(results: list[RequestResult]) -> dict:
+    """Each answering model's share and latency, for a rule spread over replicas:
+    {model: {"requests", "ok", "errors", "share_pct", "latency_ms", "ttft_ms"}}. The model is the
+    one that answered (X-Laya-Model, after any fallback); the share is of the requests some model
+    answered, and the latencies are over that model's successful requests."""
+    by_model: dict[str, list[RequestResult]] = {}
+    for r in results:
+        if r.model:
+            by_model.setdefault(r.model, []).append(r)
+    answered = sum(len(rs) for rs in by_model.values())
+    out = {}
+    for model, rs in sorted(by_model.items()):
+        ok = [r for r in rs if r.ok]
+        out[model] = {"requests": len(rs), "ok": len(ok), "errors": len(rs) - len(ok),
+                      "share_pct": round(100 * len(rs) / answered, 1),
+                      "latency_ms": _dist([r.latency_ms for r in ok]),
+                      "ttft_ms": _dist([r.ttft_ms for r in ok if r.ttft_ms is not None])}
+    return out
+
+
+def render_per_model(per: dict, indent: str = "") -> list[str]:
+    """The per-model lines of a table: share, latency p50/p95, TTFT p95 and errors of each."""
+    lines = [f"{indent}{'model':<20} {'requests':>8} {'share':>7} {'p50 ms':>9} {'p95 ms':>9} "
+             f"{'TTFT p95':>9} {'errors':>6}"]
+    for model, m in per.items():
+        lat = m["latency_ms"]
+        lines.append(f"{indent}{model:<20} {m['requests']:>8} {m['share_pct']:>6.1f}% "
+                     f"{_ms(lat['p50']):>9} {_ms(lat['p95']):>9} {_ms(m['ttft_ms']['p95']):>9} "
+                     f"{m['errors']:>6}")
+    return lines
 
 
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
@@ -181,6 +214,8 @@ def render_table(summary: dict) -> str:
         lines.append("models       " + ", ".join(f"{k}: {v}" for k, v in summary["models"].items()))
     if summary.get("fallbacks"):
         lines.append("fallbacks    " + ", ".join(f"{k}: {v}" for k, v in summary["fallbacks"].items()))
+    if len(summary.get("per_model") or {}) > 1:   # a rule spread over replicas
+        lines += ["", *render_per_model(summary["per_model"]), ""]
     for cause, n in (summary.get("errors_by_cause") or {}).items():
         lines.append(f"errors       {n} × {cause}")
     for err in summary.get("error_samples", []):

@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable
+from typing import Callable, TypeVar
 
 import httpx
 
+from laya_desktop.admin_api import calls
+from laya_desktop.admin_api.answers import Page
+from laya_desktop.admin_api.errors import AdminError
 from laya_desktop.loadtest import sweep_policy as policy
 from laya_desktop.loadtest.generator import DEFAULT_PROMPTS, run_loadtest
 from laya_desktop.loadtest.prompts import Prompt, padded
@@ -20,6 +23,7 @@ from laya_desktop.loadtest.report import LoadTestReport
 
 log = logging.getLogger(__name__)
 LATEST = 2 ** 62      # ?since= this: no items, only the newest seq
+T = TypeVar("T")
 
 
 def _root(url: str) -> str:
@@ -33,25 +37,27 @@ class EngineWatch:
     def __init__(self, client: httpx.AsyncClient) -> None:
         self.client = client
 
-    async def _get(self, path: str, **params) -> dict:
+    async def _send(self, call: calls.Call[T], default: T) -> T:
         try:
-            resp = await self.client.get(path, params=params)
-            return resp.json() if resp.status_code == 200 else {}
-        except (httpx.HTTPError, ValueError):
-            return {}   # an engine without telemetry still gets its load figures
+            resp = await self.client.request(call.method, call.path, json=call.body,
+                                             headers=dict(call.headers))
+            return call.answer(resp.status_code, resp.content, resp.headers)
+        except (httpx.HTTPError, AdminError):
+            return default   # an engine without telemetry still gets its load figures
 
     async def mark(self) -> tuple[int, int]:
-        t, e = await asyncio.gather(self._get("/admin/telemetry", since=LATEST),
-                                    self._get("/admin/events", since=LATEST))
-        return int(t.get("seq") or 0), int(e.get("seq") or 0)
+        t, e = await asyncio.gather(self._send(calls.telemetry(LATEST), Page(0)),
+                                    self._send(calls.events(LATEST), Page(0)))
+        return t.seq, e.seq
 
     async def since(self, mark: tuple[int, int]) -> tuple[list[dict], list[dict]]:
-        t, e = await asyncio.gather(self._get("/admin/telemetry", since=mark[0]),
-                                    self._get("/admin/events", since=mark[1]))
-        return list(t.get("samples") or []), list(e.get("events") or [])
+        t, e = await asyncio.gather(self._send(calls.telemetry(mark[0]), Page(0)),
+                                    self._send(calls.events(mark[1]), Page(0)))
+        return t.items, e.items
 
     async def memory_config(self) -> dict:
-        return (await self._get("/admin/config")).get("memory") or {}
+        applied = await self._send(calls.config(), None)
+        return (applied.config.get("memory") if applied else None) or {}
 
 
 def step_result(concurrency: int, prompt_chars: int, report: LoadTestReport, samples: list[dict],
@@ -60,10 +66,25 @@ def step_result(concurrency: int, prompt_chars: int, report: LoadTestReport, sam
     step = policy.StepResult(concurrency=concurrency, prompt_chars=prompt_chars, requests=s["requests"],
                              errors=s["errors"], tokens_per_s=s["tokens_per_s"],
                              ttft_p50_ms=s["ttft_ms"]["p50"], ttft_p95_ms=s["ttft_ms"]["p95"],
-                             latency_p95_ms=s["latency_ms"]["p95"])
+                             latency_p95_ms=s["latency_ms"]["p95"], per_model=s["per_model"])
     for key, value in policy.step_memory(samples, events).items():
         setattr(step, key, value)
+    for name, peak in peak_model_memory(samples).items():
+        if name in step.per_model:
+            step.per_model[name]["peak_memory_bytes"] = peak
     return step
+
+
+def peak_model_memory(samples: list[dict]) -> dict[str, int]:
+    """Each local model's highest resident memory (private + shared) over a step's samples;
+    a remote model has no runner and so no entry."""
+    peaks: dict[str, int] = {}
+    for s in samples:
+        for name, m in (s.get("models") or {}).items():
+            used = (m.get("private") or 0) + (m.get("shared") or 0)
+            if used:
+                peaks[name] = max(peaks.get(name, 0), used)
+    return peaks
 
 
 async def run_sweep(url: str, max_concurrency: int = 8, prompt_lengths: list[int] | None = None,
@@ -141,6 +162,12 @@ def render_sweep(sweep: dict) -> str:
                      f"{ms(s['ttft_p50_ms']):>9} {ms(s['ttft_p95_ms']):>7} {gib(s['peak_ram_used']):>12} "
                      f"{s['swap_moved'] / (1 << 20):>8.1f} {kv:>5} {s['errors']:>6}  "
                      f"{s['stop'] or ''}{' ' + ','.join(s['guard_events']) if s['guard_events'] else ''}")
+        if len(s.get("per_model") or {}) > 1:   # a rule spread over replicas: each one's part
+            lines.append(" " * 8 + "; ".join(
+                f"{name} {m['share_pct']:.0f} % p95 {ms(m['latency_ms']['p95'])} ms"
+                + (f" {gib(m['peak_memory_bytes'])} GiB" if m.get("peak_memory_bytes") else "")
+                + (f" {m['errors']} errors" if m["errors"] else "")
+                for name, m in s["per_model"].items()))
     rec = sweep["recommendation"]
     if rec["concurrency"] is None:
         lines.append(f"recommendation: none — {rec['reason']}")

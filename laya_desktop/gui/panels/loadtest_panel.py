@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from laya_desktop.gui.loadtest.live_curves import LiveCurves
+from laya_desktop.gui.loadtest.replica_table import ReplicaTable
 from laya_desktop.gui.loadtest.results_view import ResultsView
 from laya_desktop.gui.loadtest.sweep_view import SweepView
 from laya_desktop.gui.workers import WorkerPool
@@ -161,11 +162,15 @@ class LoadTestPanel(QWidget):
         # --- views
         self.live = LiveCurves()
         self.mirror = monitor.second_view() if monitor is not None else None
+        self.replicas = ReplicaTable()   # a rule spread over replicas: each one's share and latency
         self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.addWidget(self.live)
+        beside = QSplitter(Qt.Orientation.Vertical)
         if self.mirror is not None:
-            self.split.addWidget(self.mirror)
-            self.split.setSizes([640, 360])
+            beside.addWidget(self.mirror)
+        beside.addWidget(self.replicas)
+        self.split.addWidget(beside)
+        self.split.setSizes([640, 360])
         self.results = ResultsView()
         self.sweep_view = SweepView()
         self.sweep_max = _spin(1, 256, 8)
@@ -272,6 +277,7 @@ class LoadTestPanel(QWidget):
         self._inbox.clear()
         self._all = []
         self.live.clear()
+        self.replicas.clear_results()
         self.run_btn.setEnabled(False)
         self.sweep_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
@@ -351,7 +357,9 @@ class LoadTestPanel(QWidget):
         if batch:
             self._all.extend(batch)
             self.live.add(batch)
+            self.replicas.add(batch)
         self.live.redraw()              # at most once a second, whatever the batches
+        self.replicas.redraw()
         done, errors = len(self._all), sum(1 for r in self._all if not r.ok)
         if self._kind == "sweep":
             self.progress.setValue(int(100 * len(self.sweep_view.steps) / max(self._total or 1, 1)))
@@ -367,6 +375,7 @@ class LoadTestPanel(QWidget):
         the forced one a sweep's last step could stay off the live curves)."""
         self._flush()
         self.live.redraw(force=True)
+        self.replicas.redraw(force=True)
 
     def _on_report(self, report: LoadTestReport) -> None:
         self._flush_last()
