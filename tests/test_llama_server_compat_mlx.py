@@ -1,4 +1,4 @@
-"""llama-server's request fields on an MLX model (issue 33): what MLX cannot honour is refused by
+"""llama-server's request fields on an MLX model: what MLX cannot honour is refused by
 name, on the real engine with a tiny MLX model; the hints that change nothing pass."""
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def mlx_engine(tmp_path_factory):
     ({"dry_multiplier": 0.5}, "'dry_multiplier'"),
     ({"n": 2}, "'n'"),   # MLX serves one sequence at a time
     ({"grammar": "root ::= \"a\""}, "'grammar'"),
+    ({"cache_prompt": False}, "'cache_prompt'"),
 ])
 def test_mlx_refuses_what_it_cannot_honour_by_name(mlx_engine, extra, named):
     with mlx_engine.client() as c:

@@ -49,3 +49,12 @@ def queue_full(model: str, retry_after: int = 1) -> ApiError:
 def queue_timeout(model: str, waited_ms: int) -> ApiError:
     return ApiError(503, f"Waited {waited_ms} ms for a slot on model '{model}'; gave up",
                     "server_error", "queue_timeout", headers={"Retry-After": "1"})
+
+
+def context_exceeded(message: str, n_prompt_tokens: int | None = None,
+                     n_ctx: int | None = None) -> ApiError:
+    """A prompt longer than the model's context: OpenAI's code, llama-server's type and counts
+    (its clients read n_prompt_tokens and n_ctx to cut the prompt; the OpenAI SDK maps by status)."""
+    extra = {"n_prompt_tokens": n_prompt_tokens, "n_ctx": n_ctx} if n_prompt_tokens else {}
+    return ApiError(400, message, "exceed_context_size_error", "context_length_exceeded",
+                    extra=extra)

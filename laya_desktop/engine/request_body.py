@@ -27,15 +27,13 @@ NO_EFFECT_FIELDS = frozenset(("user", "metadata", "store", "service_tier", "prom
                               "prompt_cache_retention", "safety_identifier", "reasoning_effort",
                               "verbosity", "tags", "stream_options"))
 SHARED_FIELDS = frozenset(("model", "stream", "max_tokens", "stop", "seed", "logit_bias", "n",
-                           "logprobs", "top_logprobs", "json_schema", "cache_prompt", "id_slot",
-                           "timings_per_token", *KNOBS)) | NO_EFFECT_FIELDS
+                           "logprobs", "top_logprobs", "json_schema", "grammar", "cache_prompt",
+                           "id_slot", "timings_per_token", "verbose", *KNOBS)) | NO_EFFECT_FIELDS
 CHAT_FIELDS = SHARED_FIELDS | {"messages", "max_completion_tokens", "tools", "tool_choice",
                                "parallel_tool_calls", "response_format", *UNSUPPORTED_CHAT_FIELDS}
 COMPLETION_FIELDS = SHARED_FIELDS | {"prompt", "echo", "suffix", "best_of", "response_format"}
 # llama-server's own request fields that Laya does not take, each with the reason it gives.
 LLAMA_SERVER_REFUSED = {
-    "grammar": "raw GBNF is not taken: it bypasses the size limits that keep llama.cpp's grammar "
-               "parser from overflowing its stack; send 'json_schema' or 'response_format' instead",
     "n_probs": "use 'logprobs' and 'top_logprobs'",
     "samplers": "the sampler order is fixed (penalties, DRY, top-k, top-p, min-p, temperature)",
     "typical_p": "locally typical sampling is not implemented",
@@ -50,7 +48,6 @@ LLAMA_SERVER_REFUSED = {
     "t_max_predict_ms": "not implemented; use 'max_tokens'",
     "post_sampling_probs": "use 'logprobs' and 'top_logprobs'",
     "return_tokens": "not implemented",
-    "verbose": "not implemented",
     "dynatemp_range": "dynamic temperature is not implemented",
     "dynatemp_exponent": "dynamic temperature is not implemented",
     "xtc_probability": "XTC sampling is not implemented",
@@ -317,17 +314,17 @@ def refuse_unknown(body: dict, known: frozenset) -> None:
 
 
 def _llama_server_options(body: dict) -> None:
-    """llama-server's slot and cache fields, in the values that mean what Laya does anyway."""
-    if body.get("cache_prompt") not in (None, True):
-        raise bad_request("'cache_prompt': false is not supported: prompts are always cached "
-                          "(set models[].prompt_cache to change the cache)", "unsupported_parameter")
+    """llama-server's slot, cache and output flags: their types (their effects are elsewhere)."""
+    if not isinstance(body.get("cache_prompt", True), bool):
+        raise bad_request("'cache_prompt' must be a boolean", "invalid_cache_prompt")
     # id_slot asks for a slot to reuse its KV; Laya's runner finds the slot holding the longest
     # prefix itself, so any slot id means the same answer: taken, not acted on.
     slot = body.get("id_slot")
     if slot is not None and (not _is_int(slot) or slot < -1):
         raise bad_request("'id_slot' must be an integer from -1", "invalid_id_slot")
-    if not isinstance(body.get("timings_per_token", False), bool):
-        raise bad_request("'timings_per_token' must be a boolean", "invalid_timings_per_token")
+    for flag in ("timings_per_token", "verbose"):
+        if not isinstance(body.get(flag, False), bool):
+            raise bad_request(f"'{flag}' must be a boolean", f"invalid_{flag}")
 
 
 def choice_count(body: dict) -> int:
@@ -339,6 +336,29 @@ def _top_level_schema(body: dict, where: str) -> dict | None:
     if schema is not None and not isinstance(schema, dict):
         raise bad_request(f"'{where}' must be a JSON schema object", "invalid_response_format")
     return schema
+
+
+def constrain(params: dict, body: dict, schema: dict | None, schema_field: str) -> None:
+    """The output's constraint: a JSON schema, or llama-server's raw GBNF `grammar` (not both).
+    The grammar's size is checked with the schemas' (dispatch.check_local), its syntax by
+    llama.cpp on the runner's grammar worker."""
+    grammar = body.get("grammar")
+    if grammar is not None:
+        if not isinstance(grammar, str) or not grammar.strip():
+            raise bad_request("'grammar' must be a non-empty string of GBNF", "invalid_grammar")
+        if schema is not None:
+            raise bad_request(f"'grammar' and '{schema_field}' cannot be given together: each "
+                              "constrains the whole output", "invalid_grammar")
+        params["grammar"] = grammar
+    elif schema is not None:
+        params["json_schema"] = schema
+
+
+def fresh_prompt(params: dict, body: dict) -> None:
+    """llama-server's `cache_prompt: false`: the whole prompt is read again, no slot's or saved
+    prefix reused (the answer is the same up to the float differences of another batch split)."""
+    if body.get("cache_prompt") is False:
+        params["cache_prompt"] = False
 
 
 def _refuse_unsupported(body: dict, names: tuple[str, ...], field_names: dict | None) -> None:
@@ -370,10 +390,15 @@ def chat_call(chat: Any, *, api: str = "chat", path: str = "/v1/chat/completions
     if schema is None:
         schema = response_format_schema(chat.get("response_format"),
                                         (field_names or {}).get("response_format", "response_format"))
+    schema_field = (field_names or {}).get("response_format", "response_format")
     if schema is None and api == "chat":
         schema = _top_level_schema(chat, "json_schema")
-    if schema is not None:
-        params["json_schema"] = schema
+        schema_field = "json_schema"
+    if schema is not None and tools and choice not in ("auto", "none"):
+        schema_field = (field_names or {}).get("tool_choice", "tool_choice")
+    constrain(params, chat if api == "chat" else {}, schema, schema_field)
+    if api == "chat":
+        fresh_prompt(params, chat)
     command: dict[str, Any] = {"kind": "chat", "messages": runner_messages(chat["messages"]),
                                "params": params}
     if tools and choice != "none":
@@ -403,11 +428,11 @@ def completion_call(body: Any, path: str = "/v1/completions") -> Call:
         if not _is_int(logprobs) or not 0 <= logprobs <= 5:
             raise bad_request("'logprobs' must be an integer from 0 to 5", "invalid_logprobs")
         params["logprobs"], params["top_logprobs"] = True, logprobs
-    schema = response_format_schema(body.get("response_format"))
+    schema, schema_field = response_format_schema(body.get("response_format")), "response_format"
     if schema is None:
-        schema = _top_level_schema(body, "json_schema")
-    if schema is not None:
-        params["json_schema"] = schema
+        schema, schema_field = _top_level_schema(body, "json_schema"), "json_schema"
+    constrain(params, body, schema, schema_field)
+    fresh_prompt(params, body)
     command = {"kind": "completion", "prompt": prompt, "params": params}
     return Call(api="completions", path=path, body=body, chat=body, command=command,
                 stream=bool(body.get("stream")))

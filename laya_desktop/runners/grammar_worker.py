@@ -3,7 +3,10 @@
 sampler (llama_sampler_init_grammar, which ctypes calls without the GIL), on one worker thread.
 A request waiting for its grammar holds no slot and costs the other requests' steps nothing.
 
-The backend submits (id, schema) and takes finished builds with `take()` from its main loop;
+A raw GBNF grammar (llama-server's `grammar`) takes the same path without the conversion: its
+bounds were checked (schema_limits.check_gbnf), and llama.cpp's parser runs here, off the loop.
+
+The backend submits (id, schema or GBNF text) and takes finished builds with `take()` from its main loop;
 `wake` is called after each build so that an idle runner loop looks at once.
 """
 from __future__ import annotations
@@ -18,7 +21,7 @@ import llama_cpp as L
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.grammar_cache import GrammarCache, schema_key
 from laya_desktop.runners.llama_sampling import schema_grammar
-from laya_desktop.runners.schema_limits import SchemaTooLarge, check_grammar
+from laya_desktop.runners.schema_limits import SchemaTooLarge, check_gbnf, check_grammar
 
 # The worker's stack is the main thread's default, which is what bench/grammar_limits.py
 # measured the crash points with; schema_limits keeps grammars far below them.
@@ -39,8 +42,9 @@ class GrammarWorker:
         finally:
             threading.stack_size(old)
 
-    def submit(self, req_id: str, schema: dict) -> None:
-        self._jobs.put((req_id, schema))
+    def submit(self, req_id: str, spec: dict | str) -> None:
+        """`spec`: a JSON schema, or GBNF text."""
+        self._jobs.put((req_id, spec))
 
     def has_ready(self) -> bool:
         return bool(self._done)
@@ -79,14 +83,22 @@ class GrammarWorker:
             return None, error
         sampler = L.llama_sampler_init_grammar(self.vocab, gbnf.encode(), b"root")
         if not sampler:
-            error = ("bad_request", "response_format: llama.cpp could not parse the grammar built "
-                                    "from the JSON schema")
+            error = ("bad_request", "grammar: llama.cpp could not parse the GBNF grammar (or it "
+                                    "has no 'root' rule, or a left recursion)"
+                     if isinstance(schema, str) else "response_format: llama.cpp could not parse "
+                     "the grammar built from the JSON schema")
             self.cache.put(key, None, error)
             return None, error
         return sampler, None
 
     @staticmethod
-    def _convert(schema: dict) -> tuple[str | None, tuple[str, str] | None]:
+    def _convert(schema: dict | str) -> tuple[str | None, tuple[str, str] | None]:
+        if isinstance(schema, str):
+            try:
+                check_gbnf(schema)
+            except SchemaTooLarge as exc:
+                return None, (exc.code, f"grammar: {exc}")
+            return schema, None
         try:
             gbnf = schema_grammar(schema)
             check_grammar(gbnf)

@@ -80,9 +80,10 @@ class LlamaEmbeddingBackend(LlamaCppBackend):
                 return [P.error(req_id, "bad_request", f"input[{i}]: token id {bad} is not in "
                                 f"this model's vocabulary of {self.n_vocab} tokens")]
             if len(toks) > self.n_ctx:
-                return [P.error(req_id, "context_length_exceeded",
-                                f"input[{i}] has {len(toks)} tokens, more than this model's "
-                                f"context of {self.n_ctx} tokens")]
+                return [{**P.error(req_id, "context_length_exceeded",
+                                   f"input[{i}] has {len(toks)} tokens, more than this model's "
+                                   f"context of {self.n_ctx} tokens"),
+                         "n_prompt_tokens": len(toks), "n_ctx": self.n_ctx}]
             tokens.append(toks)
         self.embed_queue.append(EmbeddingRequest(req_id, tokens))
         return []

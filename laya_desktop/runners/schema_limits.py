@@ -3,7 +3,8 @@
 The engine checks every schema here before a request reaches a runner (all five grammar paths
 pass dispatch.check_local), and the runner checks again, so that nothing past a limit gets near
 the grammar parser. Measured with bench/grammar_limits.py (SmolLM2's 49,152-token vocabulary,
-llama-cpp-python 0.3.36, 8 MiB stack, 2 CPUs):
+llama-cpp-python 0.3.36, 8 MiB stack; bench/results/grammar_crashes/latest.json and
+bench/results/grammar_limits/latest.json hold the sizes and times):
 
     .venv/bin/python bench/grammar_limits.py --crash-only --budget 5 --ceiling 200000
     .venv/bin/python bench/grammar_limits.py --budget 1 --token-budget-ms 300
@@ -15,14 +16,13 @@ the limits keep that request at a few tokens a second at worst.
 
 - A repetition bound (maxLength, maxItems, a pattern's {0,N}) becomes N nested optional groups.
   llama.cpp parses 992 of them, refuses 1,024 to 18,432 cleanly, and segfaults at 19,456 and
-  above (stack overflow in its recursive-descent parser). The grammar step at 512: 50-120 ms a
-  token.
+  above (stack overflow in its recursive-descent parser). The grammar step slows with N.
 - A lower bound (minLength, minItems) is a flat sequence: 131,072 built fine, 10^8 makes the
   converter write gigabytes.
 - An enum or anyOf keeps one grammar stack alive per alternative while their prefixes agree, and
-  the grammar step tests every vocabulary token against every stack, in the decode loop: shared
-  prefixes cost 64 ms a token at 64 values, 252 ms at 256, 1.0 s at 1,000, 13.6 s at 20,000.
-- Optional properties nest in the converter: 500 take 0.19 s to convert and 152 ms a token,
+  the grammar step tests every vocabulary token against every stack: with shared prefixes a
+  token's step grows with the number of values, to seconds in the thousands.
+- Optional properties nest in the converter: hundreds are slow to convert and to step through,
   1,000 exhaust Python's recursion. Object nesting is refused by Python's recursion at 512.
 """
 from __future__ import annotations
@@ -187,3 +187,68 @@ def check_grammar(gbnf: str) -> None:
     if size > MAX_GRAMMAR_BYTES:
         raise SchemaTooLarge("grammar_bytes", f"the grammar built from the schema has {size} "
                                               f"bytes > {MAX_GRAMMAR_BYTES}")
+
+
+MAX_GRAMMAR_RULES = 4096      # llama.cpp's left-recursion check recurses once per rule in a chain
+MAX_GRAMMAR_NESTING = MAX_DEPTH   # parenthesised groups: llama.cpp's parser recurses per level
+_GBNF_QUANTIFIER = re.compile(r"\{\s*(\d+)\s*(?:(,)\s*(\d*)\s*)?\}")
+
+
+def check_gbnf(gbnf: str) -> None:
+    """A raw GBNF grammar (llama-server's `grammar`), held to the same bounds as the grammars
+    built from schemas: its size, its rules, how deep its groups nest, and its repetitions (which
+    llama.cpp writes out as copies and nested optional rules). Whether it parses is llama.cpp's
+    to say, on the grammar worker."""
+    size = len(gbnf.encode())
+    if size > MAX_GRAMMAR_BYTES:
+        raise SchemaTooLarge("grammar_bytes", f"the grammar has {size} bytes > {MAX_GRAMMAR_BYTES}")
+    rules = gbnf.count("::=")
+    if rules > MAX_GRAMMAR_RULES:
+        raise SchemaTooLarge("grammar_rules", f"the grammar has {rules} rules > {MAX_GRAMMAR_RULES}")
+    skeleton, depth, deepest = [], 0, 0
+    i, n = 0, len(gbnf)
+    while i < n:
+        c = gbnf[i]
+        if c == "#":                      # a comment, to the end of the line
+            while i < n and gbnf[i] not in "\r\n":
+                i += 1
+            continue
+        if c == '"':                      # a literal: one atom
+            i += 1
+            while i < n and gbnf[i] != '"':
+                i += 2 if gbnf[i] == "\\" else 1
+            skeleton.append("a")
+        elif c == "[":                    # a character class: one atom
+            i += 1
+            while i < n and gbnf[i] != "]":
+                i += 2 if gbnf[i] == "\\" else 1
+            skeleton.append("a")
+        elif c == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+            skeleton.append(c)
+        elif c == ")":
+            depth -= 1
+            skeleton.append(c)
+        elif c in "|*+?":
+            skeleton.append(c)
+        elif c == "{" and (m := _GBNF_QUANTIFIER.match(gbnf, i)):
+            skeleton.append("{" + m.group(1) + (m.group(2) or "") + (m.group(3) or "") + "}")
+            i = m.end()
+            continue
+        elif c.isalnum() or c in "-_.":   # a rule name or reference: one atom
+            while i < n and (gbnf[i].isalnum() or gbnf[i] in "-_."):
+                i += 1
+            skeleton.append("a")
+            continue
+        i += 1
+    if deepest > MAX_GRAMMAR_NESTING:
+        raise SchemaTooLarge("grammar_nesting", f"the grammar's groups nest {deepest} deep > "
+                                                f"{MAX_GRAMMAR_NESTING}")
+    expanded, optional_depth = _pattern_cost("".join(skeleton), "grammar")
+    if optional_depth > MAX_REPETITION:
+        raise SchemaTooLarge("grammar_repetition", f"the grammar's repetitions nest "
+                                                   f"{optional_depth} deep > {MAX_REPETITION}")
+    if expanded > MAX_GRAMMAR_BYTES:
+        raise SchemaTooLarge("grammar_repetition", f"the grammar's repetitions write out "
+                                                   f"{expanded} atoms > {MAX_GRAMMAR_BYTES}")

@@ -83,6 +83,26 @@ def start(self: utils.ServerProcess, timeout_seconds: int = utils.DEFAULT_HTTP_T
     raise TimeoutError(f"laya serve not healthy within {timeout_seconds} s")
 
 
+_llama_server_start = utils.ServerProcess.start
+
+
+def start_llama_server(self: utils.ServerProcess,
+                       timeout_seconds: int = utils.DEFAULT_HTTP_TIMEOUT) -> None:
+    """The real llama-server (LLAMA_SERVER_BIN_PATH) on the same stand-in model file as Laya,
+    for bench/llama_cpp_suite.py's side-by-side count."""
+    sys.path.insert(0, str(REPO))
+    from laya_desktop.runners.builtin import resolve_model_path
+    which = model_path(state["model"])
+    self.model_file = str(resolve_model_path(which)) if which.startswith("builtin:") else which
+    self.model_hf_repo = self.model_hf_file = None
+    self.model_url = None
+    _llama_server_start(self, timeout_seconds)
+
+
 def install() -> None:
-    utils.ServerProcess.start = start
+    """LAYA_SUITE_SERVER=llama-server runs the same tests on llama-server itself."""
+    if os.environ.get("LAYA_SUITE_SERVER") == "llama-server":
+        utils.ServerProcess.start = start_llama_server
+    else:
+        utils.ServerProcess.start = start
     utils.ServerPreset.load_all = staticmethod(lambda: None)   # nothing to download

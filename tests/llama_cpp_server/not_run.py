@@ -6,13 +6,14 @@ from __future__ import annotations
 import inspect
 import re
 
-# llama-server's own endpoints (not OpenAI's or Anthropic's): Laya has no such route
-# (`/completions` and `/embeddings` without /v1 are llama-server's own formats there; Laya
-# answers them in OpenAI's, as vLLM does)
-OWN_ENDPOINTS = re.compile(r"""["'](/completion|/embedding|/embeddings|/slots|/props|"""
+# llama-server's own endpoints (not OpenAI's or Anthropic's) that Laya has no route for.
+# `/completion` and `/completions` are served in llama-server's format (engine/apis/
+# llama_native.py); `/embeddings` without /v1 is llama-server's own format there, which Laya
+# answers in OpenAI's, as vLLM does.
+OWN_ENDPOINTS = re.compile(r"""["'](/embedding|/embeddings|/slots|/props|"""
                            r"""/tokenize|/detokenize|/apply-template|/infill|/metrics|/lora-adapters|"""
                            r"""/chat/completions/input_tokens|/responses/input_tokens|/rerank|"""
-                           r"""/reranking|/health|/models/load|/cors-proxy)["'?]""")
+                           r"""/reranking|/models/load|/cors-proxy)["'?]""")
 HUB_MODEL = re.compile(r"[\w.-]+/[\w.-]+-GGUF|[\w.-]+/[\w.-]+:Q\d|\.gguf")
 FEATURES = {  # a fragment of the test's source -> the llama-server feature it needs
     "ServerPreset.router()": "llama-server's router mode",
