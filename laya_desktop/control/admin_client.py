@@ -1,23 +1,24 @@
-"""Blocking calls to a running engine's admin API, with errors a person can act on."""
+"""Blocking calls to a running engine's admin API, with errors a person can act on. The calls
+themselves (paths, quoting, bodies, answers) are admin_api/calls.py's; this sends them."""
 from __future__ import annotations
+
+from typing import TypeVar
 
 import httpx
 
+from laya_desktop.admin_api import calls
+from laya_desktop.admin_api.errors import AdminError
 from laya_desktop.config.app_token import HEADER as APP_TOKEN_HEADER
 
-LOAD_TIMEOUT_S = 300.0   # a large GGUF may take minutes to map and warm up
+LOAD_TIMEOUT_S = calls.LOAD_TIMEOUT_S
+T = TypeVar("T")
 
 
 class EngineUnreachable(Exception):
     """No engine answered at the address."""
 
 
-class EngineRefused(Exception):
-    """The engine answered with an error (unknown model, load refused, bad key...)."""
-
-    def __init__(self, status: int, message: str, code: str | None = None):
-        super().__init__(message)
-        self.status, self.code = status, code
+EngineRefused = AdminError   # the engine answered with an error (unknown model, load refused...)
 
 
 class AdminClient:
@@ -39,32 +40,23 @@ class AdminClient:
         self._http.close()
 
     def models(self) -> list[dict]:
-        return self._call("GET", "/admin/models").get("models", [])
+        return self.send(calls.models())
 
     def load(self, name: str) -> dict:
-        return self._call("POST", f"/admin/models/{_quote(name)}/load", timeout=LOAD_TIMEOUT_S)
+        return self.send(calls.load(name))
 
     def unload(self, name: str) -> dict:
-        return self._call("POST", f"/admin/models/{_quote(name)}/unload", timeout=60.0)
+        return self.send(calls.unload(name))
 
-    def _call(self, method: str, path: str, timeout: float | None = None) -> dict:
+    def send(self, call: calls.Call[T]) -> T:
         try:
-            kwargs = {"timeout": timeout} if timeout else {}
-            response = self._http.request(method, path, **kwargs)
+            response = self._http.request(call.method, call.path, json=call.body,
+                                          headers=dict(call.headers), timeout=call.timeout_s)
         except httpx.TimeoutException as exc:
             raise EngineUnreachable(f"the engine at {self.url} did not answer in time") from exc
         except httpx.HTTPError as exc:
             raise EngineUnreachable(f"no engine answers at {self.url} ({_reason(exc)})") from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
-        if response.status_code >= 400:
-            error = body.get("error") if isinstance(body, dict) else None
-            error = error if isinstance(error, dict) else {}
-            message = error.get("message") or f"HTTP {response.status_code}"
-            raise EngineRefused(response.status_code, message, error.get("code"))
-        return body if isinstance(body, dict) else {}
+        return call.answer(response.status_code, response.content, response.headers)
 
 
 def normalize_url(url: str) -> str:
@@ -73,11 +65,6 @@ def normalize_url(url: str) -> str:
     if "://" not in url:
         url = "http://" + url
     return url[:-3] if url.endswith("/v1") else url
-
-
-def _quote(name: str) -> str:
-    from urllib.parse import quote
-    return quote(name, safe="")
 
 
 def _reason(exc: httpx.HTTPError) -> str:

@@ -8,6 +8,7 @@ import time
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtNetwork import QNetworkReply, QNetworkRequest
 
+from laya_desktop.admin_api.calls import CHAT_PATH
 from laya_desktop.gui.chat_events import ChatEvents, StreamStats
 from laya_desktop.gui.engine_errors import EngineError, error_of
 from laya_desktop.gui.engine_http import EngineHttp
@@ -27,7 +28,7 @@ class ChatStream(QObject):
         self._status: int | None = None
         self._error_body = b""
         self._cancelled = self._over = self._reply_done = False
-        self._reply = http.send("POST", "/v1/chat/completions", {**body, "stream": True},
+        self._reply = http.send("POST", CHAT_PATH, {**body, "stream": True},
                                 STREAM_TIMEOUT_S, self._on_finished)
         self._reply.metaDataChanged.connect(self._on_headers)
         self._reply.readyRead.connect(self._on_data)

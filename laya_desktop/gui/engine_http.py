@@ -2,9 +2,8 @@
 blocks the GUI, and `abort()` ends every request at once (QNetworkReply.abort()), before or after
 the response headers.
 
-Workers keep blocking calls (`call`): the request is queued onto the GUI thread and the worker
-waits for its answer; `abort()`, from any thread, fails those waits at once. The GUI thread itself
-uses `send` or `fetch` and gets the reply's end as a callback.
+Requests start on the GUI thread (`send`, `fetch`) and their end comes as a callback there; no
+thread ever waits on one.
 """
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from PySide6.QtNetwork import (
 
 from laya_desktop.gui.engine_errors import EngineError, error_of
 
-WAIT_MARGIN_S = 5.0   # a worker's wait outlasts the transfer timeout, which ends the reply first
 _CANCELLED = (QNetworkReply.NetworkError.OperationCanceledError,
               QNetworkReply.NetworkError.TimeoutError)
 # an answer cut short: its status came, the rest of its body did not
@@ -46,22 +44,10 @@ class Answer:
         return self
 
 
-class _Call:
-    """One blocking call from a worker, waiting for the GUI thread's answer."""
-
-    def __init__(self, method: str, path: str, body: Any, timeout_s: float,
-                 headers: dict[str, str] | None = None) -> None:
-        self.method, self.path, self.body, self.timeout_s = method, path, body, timeout_s
-        self.headers = headers
-        self.done = threading.Event()
-        self.outcome: Answer | EngineError | None = None
-
-
 class EngineHttp(QObject):
     """Requests to one base URL with fixed headers. Create it on the GUI thread, with a parent:
     it must end by `deleteLater()` (or with its parent), never by Python's collector, which may
     run while QtNetwork is still delivering one of its replies."""
-    _queued = Signal(object)      # a _Call, from a worker to the GUI thread
     _abort_queued = Signal()
 
     def __init__(self, base_url: str, headers: dict[str, str] | None = None, *,
@@ -73,10 +59,7 @@ class EngineHttp(QObject):
         self._manager: QNetworkAccessManager | None = None   # made on the first request
         self._gui_thread = threading.get_ident()
         self._replies: dict[QNetworkReply, Callable[[QNetworkReply], None]] = {}
-        self._waiting: set[_Call] = set()
-        self._lock = threading.Lock()
         self._aborted = False
-        self._queued.connect(self._start_call, Qt.ConnectionType.QueuedConnection)
         self._abort_queued.connect(self._abort_replies, Qt.ConnectionType.QueuedConnection)
 
     @property
@@ -109,6 +92,8 @@ class EngineHttp(QObject):
         """Start a request; `on_finished(reply)` runs once, when it ends (within `abort()` for an
         abort; on a later turn of the event loop for a request sent after it); the reply deletes
         itself afterwards."""
+        if threading.get_ident() != self._gui_thread:
+            raise RuntimeError("QtNetwork requests start on the GUI thread, not in a worker")
         request = QNetworkRequest(QUrl(self.base_url + path))
         request.setTransferTimeout(int(timeout_s * 1000))
         for name, value in self._headers:
@@ -125,8 +110,8 @@ class EngineHttp(QObject):
             reply = network.sendCustomRequest(request, method.encode(), data)
         self._replies[reply] = on_finished
         reply.finished.connect(self._finished)
-        if self._aborted:
-            QTimer.singleShot(0, reply.abort)
+        if self._aborted:   # unless it ended by itself first (then it may be deleted already)
+            QTimer.singleShot(0, lambda: reply.abort() if reply in self._replies else None)
         return reply
 
     def fetch(self, method: str, path: str, body: Any, timeout_s: float,
@@ -167,47 +152,10 @@ class EngineHttp(QObject):
         for reply in list(self._replies):
             reply.abort()
 
-    def _start_call(self, call: _Call) -> None:
-        if not call.done.is_set():
-            self.fetch(call.method, call.path, call.body, call.timeout_s,
-                       lambda outcome: self._settle(call, outcome), call.headers)
-
-    def _settle(self, call: _Call, outcome: Answer | EngineError) -> None:
-        with self._lock:
-            if call.done.is_set():
-                return
-            call.outcome = outcome
-            call.done.set()
-
     # --- any thread ----------------------------------------------------------------------------
-    def call(self, method: str, path: str, body: Any = None, timeout_s: float = 10.0,
-             headers: dict[str, str] | None = None) -> Answer:
-        """Blocking, from a worker: the answer with status below 400, else its EngineError."""
-        if threading.get_ident() == self._gui_thread:
-            raise RuntimeError("a blocking HTTP call on the GUI thread: use send() or fetch()")
-        call = _Call(method, path, body, timeout_s, headers)
-        with self._lock:
-            if self._aborted:
-                raise EngineError("the connection was closed", kind="aborted")
-            self._waiting.add(call)
-        try:
-            self._queued.emit(call)
-            if not call.done.wait(timeout_s + WAIT_MARGIN_S):
-                raise EngineError(f"no answer within {timeout_s:g} s", kind="timeout")
-        finally:
-            with self._lock:
-                self._waiting.discard(call)
-        if isinstance(call.outcome, EngineError):
-            raise call.outcome
-        return call.outcome.checked()
-
     def abort(self) -> None:
         """End every request in flight and fail later ones at once. Final; any thread."""
-        with self._lock:
-            self._aborted = True
-            waiting = list(self._waiting)
-        for call in waiting:
-            self._settle(call, EngineError("the request was aborted", kind="aborted"))
+        self._aborted = True
         if threading.get_ident() == self._gui_thread:
             self._abort_replies()
         else:

@@ -8,9 +8,8 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QTabWidget
 from laya_desktop.gui import translations
 from laya_desktop.gui.about_dialog import AboutDialog, app_icon
 
-from laya_desktop.gui.config_doc import ConfigDocument
 from laya_desktop.gui.engine_controller import QUIT_GRACE_S, UP, EngineController
-from laya_desktop.gui.poller import EnginePoller
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.single_instance import bring_to_front
 from laya_desktop.gui.tray import Tray, keeps_serving, save_keeps_serving
 from laya_desktop.gui.units import fmt_bytes
@@ -39,8 +38,8 @@ class MainWindow(QMainWindow):
         self.pool = WorkerPool(self)
         self._api_key = api_key
         self.engine = EngineController(self.pool, config_path, host, port, api_key, self)
-        self.doc = ConfigDocument(self.pool, self.engine.client, self)
-        self.poller = EnginePoller(self.pool, self.engine.client, parent=self)
+        self.state = EngineState(self.engine.client, self)
+        self.doc = self.state   # the panels' name for it: the config they edit
         self.panels: dict = {}
         self.tabs = QTabWidget()
         self.setCentralWidget(self.tabs)
@@ -55,9 +54,9 @@ class MainWindow(QMainWindow):
         self.engine.child_died.connect(self._offer_restart)
         self.restart_offer: QMessageBox | None = None
         self.engine.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
-        self.doc.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
-        self.poller.samples.connect(self._on_samples)
-        self.poller.models.connect(self._on_models)
+        self.state.failed.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.state.samples.connect(self._on_samples)
+        self.state.models.connect(self._on_models)
         if self.tray is not None:
             self._wire_tray(self.tray)
         if panels_later:
@@ -80,7 +79,7 @@ class MainWindow(QMainWindow):
             "models": ModelsPanel(self.pool, self.doc),
             "routes": RoutesPanel(self.pool, self.doc),
             "monitor": MonitorPanel(),
-            "requests": RequestsPanel(self.pool, client),
+            "requests": RequestsPanel(self.state),
             "chat": ChatPanel(self.pool, client),
         }
         self.panels["loadtest"] = LoadTestPanel(self.pool, self.engine.address, self._api_key,
@@ -90,20 +89,19 @@ class MainWindow(QMainWindow):
         for key, title in zip(PANELS, titles):
             self.tabs.addTab(self.panels[key], title)
 
-        self.doc.applied_changed.connect(
+        self.state.applied_changed.connect(
             lambda cfg: self.panels["chat"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
-        self.doc.applied_changed.connect(
+        self.state.applied_changed.connect(
             lambda cfg: self.panels["loadtest"].set_models([m.get("name", "") for m in cfg.get("models", [])]))
-        self.poller.samples.connect(self.panels["monitor"].add_samples)
-        self.poller.events.connect(self.panels["monitor"].add_events)
-        self.poller.failed.connect(self.panels["monitor"].show_problem)
-        self.poller.config.connect(self.panels["monitor"].set_config)
-        self.poller.config_revision.connect(self.doc.follow)   # hand edits reach the panels
-        self.doc.changed_elsewhere.connect(lambda _: self.statusBar().showMessage(
+        self.state.samples.connect(self.panels["monitor"].add_samples)
+        self.state.events.connect(self.panels["monitor"].add_events)
+        self.state.poll_failed.connect(self.panels["monitor"].show_problem)
+        self.state.applied_changed.connect(self.panels["monitor"].set_config)
+        self.state.changed_elsewhere.connect(lambda _: self.statusBar().showMessage(
             self.tr("The config was changed outside this window (models.yaml edited, or another "
                     "client); the panels show it now."), 8000))
-        self.poller.restarted.connect(self.panels["monitor"].reset)
-        self.poller.models.connect(self.panels["models"].set_live)
+        self.state.restarted.connect(self.panels["monitor"].reset)
+        self.state.models.connect(self.panels["models"].set_live)
         if self._start_when_built:
             self.engine.start()
 
@@ -160,7 +158,7 @@ class MainWindow(QMainWindow):
 
     def _wire_tray(self, tray: Tray) -> None:
         self.engine.state_changed.connect(tray.set_engine_state)
-        self.poller.models.connect(tray.set_models)
+        self.state.models.connect(tray.set_models)
         tray.menu.open_requested.connect(lambda: bring_to_front(self))
         tray.menu.quit_requested.connect(self.quit_app)
         tray.menu.load_requested.connect(lambda name: self._model_action("load", name))
@@ -202,11 +200,10 @@ class MainWindow(QMainWindow):
         if not self.panels:   # panels_later: nothing to tell yet (the engine starts after them)
             return
         if state == UP:
-            self.doc.refresh()
-            self.poller.start()
+            self.state.start()   # its first tick reads the config
             self.panels["requests"].start()
         else:
-            self.poller.stop()
+            self.state.stop()
             self.panels["requests"].stop()
 
     def _offer_restart(self, log_tail: str) -> None:
@@ -258,7 +255,7 @@ class MainWindow(QMainWindow):
             return self.workers_ended
         self._closed = True
         self.engine.begin_shutdown()
-        self.poller.stop()
+        self.state.stop()
         if self.panels:
             self.panels["monitor"].stop()
             self.panels["requests"].stop()

@@ -1,6 +1,6 @@
 """The window step of `laya --self-test`: the main window, offscreen, attached to a running engine.
 
-It passes once the window is shown and has received the engine's model list through its poller,
+It passes once the window is shown and has received the engine's model list through its EngineState,
 which exercises the panels, the worker pool and the HTTP client the real app uses.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ def check_main_window(config_path: str, host: str, port: int, timeout_s: float) 
         received.append(rows)
         loop.quit()
 
-    window.poller.models.connect(on_models)
+    window.state.models.connect(on_models)
     QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     window.show()
     window.start()

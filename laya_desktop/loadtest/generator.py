@@ -20,6 +20,7 @@ from typing import Callable
 
 import httpx
 
+from laya_desktop.admin_api.calls import CHAT_PATH
 from laya_desktop.loadtest.prompts import CODE, SHORT_CHAT, Prompt
 from laya_desktop.loadtest.report import LoadTestReport, RequestResult
 
@@ -34,7 +35,7 @@ def chat_url(url: str) -> str:
     root = url.strip().rstrip("/")
     if root.endswith("/v1"):
         root = root[:-3]
-    return root + "/v1/chat/completions"
+    return root + CHAT_PATH
 
 
 def _error_text(body: bytes | str, status: int) -> str:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-GUARD_EVENTS = frozenset({"emergency_unload", "load_refused", "runner_crashed"})
+from laya_desktop.telemetry.events import EventKind
+
+GUARD_EVENTS = frozenset({EventKind.EMERGENCY_UNLOAD, EventKind.LOAD_REFUSED,
+                          EventKind.RUNNER_CRASHED})
 SWAP_MOVED_BYTES = 16 * (1 << 20)     # less than this in or out during a step is noise, not swapping
 GIB = 1 << 30
 
@@ -29,6 +32,7 @@ class StepResult:
     peak_kv_pct: float | None = None
     guard_events: list[str] = field(default_factory=list)
     stop: str | None = None                   # why the sweep stopped after this step
+    per_model: dict = field(default_factory=dict)   # answering model: share and latency (report.per_model)
 
     def to_dict(self) -> dict:
         return asdict(self)

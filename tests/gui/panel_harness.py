@@ -1,9 +1,9 @@
-"""A Routes panel wired to a real engine, as the main window wires it (pool, client, document)."""
+"""A Routes panel wired to a real engine, as the main window wires it (pool, client, state)."""
 from __future__ import annotations
 
 import contextlib
 
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.workers import WorkerPool
@@ -13,7 +13,7 @@ from laya_desktop.gui.workers import WorkerPool
 def routes_panel(qtbot, url: str):
     pool = WorkerPool()
     client = EngineClient(url)
-    doc = ConfigDocument(pool, client)
+    doc = EngineState(client)
     panel = RoutesPanel(pool, doc)
     qtbot.addWidget(panel)
     with qtbot.waitSignal(doc.applied_changed, timeout=10000):   # read as the window does

@@ -79,8 +79,7 @@ def test_exit_is_bounded_when_the_attached_engine_stalls(qtbot, tmp_path, gui_ti
         qtbot.waitUntil(lambda: window.engine.state == "up", timeout=15000)
         assert window.panel("chat").send("hello")
         qtbot.waitUntil(lambda: {"/v1/chat/completions", "/admin/config"} <= set(seen), timeout=5000)
-        # the chat and the config read, waiting on the stalled engine
-        qtbot.waitUntil(lambda: window.pool.running_threads >= 2, timeout=5000)
+        # the chat and the config read wait on the stalled engine (on QtNetwork, not in workers)
         started = time.monotonic()
         window.close()
         assert time.monotonic() - started < 3

@@ -1,8 +1,9 @@
 """The GUI's HTTP to a real engine on QtNetwork: a streamed chat aborted from the GUI thread frees
 its slot in the engine, the API key travels on every request, a silent engine is cut off by the
-transfer timeout, and a blocking call is refused on the GUI thread."""
+transfer timeout, and no request is started from another thread."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import threading
 import time
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from engine_harness import running_engine
-from laya_desktop.gui import engine_client
+from laya_desktop.admin_api import calls
 from laya_desktop.gui.engine_client import EngineClient, EngineError
 from laya_desktop.gui.workers import WorkerPool
 
@@ -73,11 +74,10 @@ def test_a_chat_aborted_from_the_gui_thread_frees_its_slot(engine, qtbot):
     client.close()
 
 
-def test_abort_ends_a_stream_and_the_blocking_calls_of_the_client(engine, qtbot):
+def test_abort_ends_a_stream_and_the_calls_of_the_client(engine, qtbot):
     """What the window does when it closes or restarts the engine: one `abort()` for everything."""
     eng, http = engine
     client = EngineClient(eng.url, KEY)
-    pool = WorkerPool()
     stream = client.chat(story(8000))
     ended = []
     stream.ended.connect(ended.append)
@@ -87,22 +87,20 @@ def test_abort_ends_a_stream_and_the_blocking_calls_of_the_client(engine, qtbot)
     qtbot.waitUntil(lambda: ended == [None], timeout=2000)
     assert stream.stats.stopped
     failed = []
-    pool.submit(client.models, errored=failed.append)   # after abort: fails at once
+    client.send(calls.models(), errored=failed.append)   # after abort: fails at once
     qtbot.waitUntil(lambda: len(failed) == 1, timeout=2000)
     assert isinstance(failed[0], EngineError) and failed[0].kind == "aborted"
     qtbot.waitUntil(lambda: active(http) == 0, timeout=5000)
-    assert pool.shutdown(1000)
     client.close()
 
 
 def test_the_api_key_goes_with_every_request(engine, qtbot):
     eng, _http = engine
-    pool = WorkerPool()
     results = []
     for key in (KEY, None):
         client = EngineClient(eng.url, key)
         answers = []
-        pool.submit(client.models, returned=answers.append, errored=answers.append)
+        client.send(calls.models(), returned=answers.append, errored=answers.append)
         qtbot.waitUntil(lambda: len(answers) == 1, timeout=10000)
         stream = client.chat(story(4))
         with qtbot.waitSignal(stream.ended, timeout=30000) as blocker:
@@ -113,25 +111,28 @@ def test_the_api_key_goes_with_every_request(engine, qtbot):
     assert [m["name"] for m in with_key] == ["tiny"] and chat_with_key is None
     assert isinstance(without_key, EngineError) and without_key.status == 401
     assert isinstance(chat_without_key, EngineError) and chat_without_key.status == 401
-    assert pool.shutdown(1000)
 
 
-def test_a_silent_engine_is_cut_off_by_the_transfer_timeout(stalled_server, qtbot, monkeypatch):
-    monkeypatch.setattr(engine_client, "ADMIN_TIMEOUT_S", 0.5)
+def test_a_silent_engine_is_cut_off_by_the_transfer_timeout(stalled_server, qtbot):
     client = EngineClient(stalled_server, KEY)
-    pool = WorkerPool()
-    outcome = []
+    outcome, ends = [], []
     started = time.monotonic()
-    pool.submit(client.get_config, returned=outcome.append, errored=outcome.append)
-    qtbot.waitUntil(lambda: len(outcome) == 1, timeout=3000)
-    assert 0.4 < time.monotonic() - started < 2.0
+    client.send(dataclasses.replace(calls.config(), timeout_s=0.5), returned=outcome.append,
+                errored=outcome.append, finished=lambda: ends.append(time.monotonic()))
+    qtbot.waitUntil(lambda: len(ends) == 1, timeout=3000)
+    assert 0.4 < ends[0] - started < 2.0
+    assert len(outcome) == 1
     assert isinstance(outcome[0], EngineError) and outcome[0].kind == "timeout"
-    assert pool.shutdown(1000)
     client.close()
 
 
-def test_a_blocking_call_on_the_gui_thread_is_refused(qtbot):
+def test_a_request_from_a_worker_thread_is_refused(qtbot):
+    """QtNetwork's objects belong to the GUI thread; no worker may start (or wait on) one."""
     client = EngineClient("http://127.0.0.1:9")
-    with pytest.raises(RuntimeError, match="GUI thread"):
-        client.get_config()
+    pool = WorkerPool()
+    outcome = []
+    pool.submit(client.send, calls.models(), returned=outcome.append, errored=outcome.append)
+    qtbot.waitUntil(lambda: len(outcome) == 1, timeout=3000)
+    assert isinstance(outcome[0], RuntimeError) and "GUI thread" in str(outcome[0])
+    assert pool.shutdown(1000)
     client.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import gui_config
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.workers import WorkerPool
@@ -17,7 +17,7 @@ from laya_desktop.gui.workers import WorkerPool
 def panel(qtbot, tmp_path):
     pool = WorkerPool()
     client = EngineClient("http://127.0.0.1:9")   # never called here
-    doc = ConfigDocument(pool, client)
+    doc = EngineState(client)
     panel = RoutesPanel(pool, doc)
     qtbot.addWidget(panel)
     doc._set_applied(gui_config(tmp_path / "tiny.gguf", 9))

@@ -11,7 +11,7 @@ import yaml
 
 from conftest import gui_config
 from laya_desktop.config.store import config_to_dict, parse_config_text
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.gui.panels.routes_panel import RoutesPanel
 from laya_desktop.gui.panels.rule_editor import RuleEditor
@@ -59,7 +59,7 @@ def test_an_edit_changes_that_field_alone(editor, rule):
 def test_sampling_and_semantic_settings_survive_an_edit_in_the_panel(qtbot, tmp_path):
     pool = WorkerPool()
     client = EngineClient("http://127.0.0.1:9")   # never called here
-    doc = ConfigDocument(pool, client)
+    doc = EngineState(client)
     panel = RoutesPanel(pool, doc)
     qtbot.addWidget(panel)
     config = gui_config(tmp_path / "tiny.gguf", 9)

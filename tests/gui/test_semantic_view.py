@@ -146,7 +146,7 @@ def test_semantic_probe_names_a_bad_other_rule_by_its_path(engine):
 
 
 def test_auto_threshold_round_trips_and_the_suggestion_holds_the_false_positive_target(panel, qtbot):
-    """Issue 32: a rule without a threshold stays without one when edited here; the view draws
+    """A rule without a threshold stays without one when edited here; the view draws
     the calibrated threshold, and its default suggestion names the false-positive target and
     what is too few to promise it."""
     fields, view = panel.editor.semantic, panel.semantic_view

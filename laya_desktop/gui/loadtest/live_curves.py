@@ -15,6 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
+from laya_desktop.gui.palette import theme
+
 PLOTS = (("latency", QT_TRANSLATE_NOOP("LiveCurves", "Latency"), "ms", 0, 0),
          ("ttft", QT_TRANSLATE_NOOP("LiveCurves", "Time to first token"), "ms", 0, 1),
          ("itl", QT_TRANSLATE_NOOP("LiveCurves", "Inter-token latency"), "ms", 1, 0),
@@ -49,7 +51,6 @@ class LiveCurves(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.view = pg.GraphicsLayoutWidget()
-        self.view.setBackground("w")
         self.plot: dict[str, pg.PlotItem] = {}
         self.curve: dict[str, pg.PlotDataItem] = {}
         first = None
@@ -71,6 +72,7 @@ class LiveCurves(QWidget):
                 p.setXLink(first)
             self.curve[key] = p.plot(pen=pg.mkPen("#1f4f9a", width=1))
             self.plot[key] = p
+        theme().follow(self.view)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import (
     QGridLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget,
 )
 
+from laya_desktop.gui.palette import theme
 from laya_desktop.loadtest.report import histogram
 
 FIGURES = (("latency_ms", QT_TRANSLATE_NOOP("ResultsView", "Latency"), "ms"),
@@ -55,12 +56,13 @@ class ResultsView(QWidget):
         self.percentiles = _table([QCoreApplication.translate("ResultsView", "Figure")] + list(STATS))
         self.routes = _table([QCoreApplication.translate("ResultsView", "Kind"), QCoreApplication.translate("ResultsView", "Name"), QCoreApplication.translate("ResultsView", "Requests"), QCoreApplication.translate("ResultsView", "Share")])
         self.errors = _table([QCoreApplication.translate("ResultsView", "Cause"), QCoreApplication.translate("ResultsView", "Requests")])
-        self.histogram = pg.PlotWidget(background="w")
+        self.histogram = pg.PlotWidget()
         self.histogram.setTitle(QCoreApplication.translate("ResultsView", "Latency histogram"), color="#222", size="9pt")
         self.histogram.setLabel("bottom", "ms")
         self.histogram.setLabel("left", QCoreApplication.translate("ResultsView", "requests"))
         self.histogram.setMenuEnabled(False)
         self.bars: pg.BarGraphItem | None = None
+        theme().follow(self.histogram)
         grid = QGridLayout(self)
         grid.addWidget(self.headline, 0, 0, 1, 2)
         grid.addWidget(self.percentiles, 1, 0)
@@ -93,6 +95,7 @@ class ResultsView(QWidget):
             width = edges[1] - edges[0]
             self.bars = pg.BarGraphItem(x0=edges[:-1], width=width, height=counts, brush="#1f4f9a", pen="w")
             self.histogram.addItem(self.bars)
+            theme().style(self.bars)
             self.histogram.autoRange()
 
     def clear(self) -> None:

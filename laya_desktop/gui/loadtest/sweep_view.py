@@ -6,6 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
+from laya_desktop.gui.palette import theme
 from laya_desktop.gui.units import fmt_bytes
 
 COLUMNS = (QT_TRANSLATE_NOOP("SweepView", "Clients"), QT_TRANSLATE_NOOP("SweepView", "Prompt chars"),
@@ -38,10 +39,10 @@ class SweepView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setBackground("w")
         self.tput, self.tput_curve = self._new_plot(0, QCoreApplication.translate("SweepView", "Throughput against clients"), "tok/s", "#1f4f9a", "o")
         self.ttft, self.ttft_curve = self._new_plot(1, QCoreApplication.translate("SweepView", "TTFT p95 against clients"), "ms", "#e6194b", "t")
         self.mem, self.mem_curve = self._new_plot(2, QCoreApplication.translate("SweepView", "Peak RAM used against clients"), "GiB", "#3cb44b", "s")
+        theme().follow(self.plots)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.plots)

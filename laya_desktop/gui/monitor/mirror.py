@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from laya_desktop.gui.monitor.legend import list_in_legend
 from laya_desktop.gui.monitor.series import model_series, system_series, y_range
+from laya_desktop.gui.palette import theme
 from laya_desktop.gui.ring_buffer import SampleRing
 
 DEFAULT_PLOTS = ("ram_used", "kv_pct")
@@ -37,7 +38,6 @@ class MonitorMirror(QWidget):
         super().__init__(parent)
         self.ring, self.keys, self.window_s = ring, tuple(plots), window_s
         self.view = pg.GraphicsLayoutWidget()
-        self.view.setBackground("w")
         self.plot: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, tuple[pg.PlotDataItem, object]] = {}
         self._columns_seen = 0
@@ -64,6 +64,7 @@ class MonitorMirror(QWidget):
             self.plot[key] = p
         for s in system_series(_tr):
             self._add(s)
+        theme().follow(self.view)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
@@ -78,6 +79,7 @@ class MonitorMirror(QWidget):
         from laya_desktop.gui.panels.monitor_panel import PALETTE
         curve = self.plot[s.plot].plot(pen=pg.mkPen(PALETTE[s.color_index % len(PALETTE)], width=1))
         curve.setVisible(False)   # and out of the legend until it has data (legend.py)
+        theme().style(curve)
         curve.setDownsampling(auto=True, method="peak")
         curve.setClipToView(True)
         self.curves[s.key] = (curve, s)

@@ -1,7 +1,7 @@
 """Requests panel: the engine's request log, newest first, filtered by rule, model and status, with
 where the selected request went and why.
 
-The log is pulled by a RequestLogPoller (a worker per tick); rows are inserted above the ones
+The log comes from EngineState's poll while the panel follows it; rows are inserted above the ones
 shown, so the selection stays on the request the user picked, and it is restored by `seq` when a
 filter hides and shows it again.
 """
@@ -13,11 +13,9 @@ from PySide6.QtWidgets import (
     QTableView, QVBoxLayout, QWidget,
 )
 
-from laya_desktop.gui.engine_client import EngineClient
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.request_log_model import ENTRY_ROLE, RequestFilter, RequestLogModel
-from laya_desktop.gui.request_poller import RequestLogPoller
 from laya_desktop.gui.request_why import why_text
-from laya_desktop.gui.workers import WorkerPool
 
 FILTER_KEYS = ("rule", "model", "status")
 
@@ -25,13 +23,12 @@ FILTER_KEYS = ("rule", "model", "status")
 class RequestsPanel(QWidget):
     refreshed = Signal()   # new entries were shown (tests and the screenshot run wait on it)
 
-    def __init__(self, pool: WorkerPool, client: EngineClient, parent: QWidget | None = None,
-                 interval_ms: int = 1000) -> None:
+    def __init__(self, state: EngineState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = RequestLogModel(self)
         self.proxy = RequestFilter(self)
         self.proxy.setSourceModel(self.model)
-        self.poller = RequestLogPoller(pool, client, interval_ms, self)
+        self.state = state
         self.selected_seq: int | None = None
 
         self.filters: dict[str, QComboBox] = {}
@@ -74,17 +71,17 @@ class RequestsPanel(QWidget):
         layout.addWidget(split, 1)
         layout.addWidget(self.status)
 
-        self.poller.entries.connect(self.add_entries)
-        self.poller.restarted.connect(self.reset)
-        self.poller.failed.connect(self.show_problem)
+        state.requests.connect(self.add_entries)
+        state.restarted.connect(self.reset)
+        state.requests_failed.connect(self.show_problem)
         self._update_count()
 
     # --- engine ----------------------------------------------------------------------------------
     def start(self) -> None:
-        self.poller.start()
+        self.state.follow_requests(True)
 
     def stop(self) -> None:
-        self.poller.stop()
+        self.state.follow_requests(False)
 
     def add_entries(self, items: list[dict]) -> None:
         self.status.setText("")

@@ -1,7 +1,7 @@
 """The Routes panel's two views of real traffic: what an edited rule list would change (the
 engine's POST /admin/route/replay) and where requests go now (GET /admin/stats).
 
-Both only show answers; the panel asks the engine in a worker and hands the answer over here.
+Both only show answers; the Routes panel asks the engine and hands the answer over here.
 The distribution refreshes itself only while it is shown, one request at a time.
 """
 from __future__ import annotations
@@ -11,6 +11,8 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget,
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
+
+from laya_desktop.admin_api import calls
 
 REFRESH_MS = 5000
 DOMINANT_SHARE = 0.8   # one model with this share of the window's requests is pointed out
@@ -90,9 +92,10 @@ class WhatIfView(QWidget):
 class DistributionView(QWidget):
     """Requests per rule and per model over a window, refreshed while shown."""
 
-    def __init__(self, pool, client_of, parent: QWidget | None = None) -> None:
+    def __init__(self, client_of, parent: QWidget | None = None) -> None:
+        """`client_of()`: the EngineClient to ask (QtNetwork, on this thread), or None."""
         super().__init__(parent)
-        self.pool, self._client_of = pool, client_of
+        self._client_of = client_of
         self._pending = False
         self.window = QComboBox()
         self.window.addItem(self.tr("last 5 minutes"), 300)
@@ -135,8 +138,8 @@ class DistributionView(QWidget):
         if client is None:
             return
         self._pending = True
-        self.pool.submit(client.route_stats, self.window.currentData(),
-                         returned=self.show_stats, errored=self._failed)
+        client.send(calls.route_stats(self.window.currentData()),
+                    returned=self.show_stats, errored=self._failed)
 
     def _failed(self, exc: Exception) -> None:
         self._pending = False

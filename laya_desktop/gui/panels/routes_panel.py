@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.admin_api import calls
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.lint_bridge import rule_warnings
 from laya_desktop.gui.panels.outside_change_bar import OutsideChangeBar
 from laya_desktop.gui.panels.route_insight import DistributionView, WhatIfView
@@ -40,7 +41,7 @@ class RoutesPanel(QWidget):
     explained = Signal(object)        # the explain answer (dict) or an exception
     replayed = Signal(object)         # the what-if answer (dict) or an exception
 
-    def __init__(self, pool: WorkerPool, doc: ConfigDocument, parent: QWidget | None = None) -> None:
+    def __init__(self, pool: WorkerPool, doc: EngineState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pool, self.doc = pool, doc
         self.rules = RulesList()
@@ -106,12 +107,12 @@ class RoutesPanel(QWidget):
         self.editor.edited.connect(self._on_rule_edited)
         self.editor_scroll = _scrolled(self.editor)
         self.what_if_view = WhatIfView()
-        self.distribution = DistributionView(pool, lambda: self.doc.client)
+        self.distribution = DistributionView(lambda: self.doc.client)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_try_box(), self.tr("Try a request"))
         self.tabs.addTab(self.what_if_view, self.tr("What if…"))
         self.tabs.addTab(self.distribution, self.tr("Distribution"))
-        self.semantic_view = SemanticScoreView(pool, lambda: self.doc.client)
+        self.semantic_view = SemanticScoreView(lambda: self.doc.client)
         self.semantic_view.threshold_chosen.connect(self.editor.semantic.set_threshold)
         self.semantic_view.min_probability_chosen.connect(self.editor.semantic.set_min_probability)
         self.tabs.addTab(_scrolled(self.semantic_view), self.tr("Semantic"))
@@ -319,8 +320,8 @@ class RoutesPanel(QWidget):
         self.tabs.setCurrentWidget(self.what_if_view)
         self.what_if_btn.setEnabled(False)
         self.what_if_view.show_busy()
-        self.pool.submit(self.doc.client.route_replay, self.rules.to_list(),
-                         returned=self._show_what_if, errored=self._what_if_failed)
+        self.doc.client.send(calls.route_replay(self.rules.to_list()),
+                             returned=self._show_what_if, errored=self._what_if_failed)
 
     def _show_what_if(self, answer: dict) -> None:
         self.what_if_btn.setEnabled(True)
@@ -335,8 +336,8 @@ class RoutesPanel(QWidget):
 
     def explain(self, prompt: str, tags: list[str], model: str | None) -> None:
         self.try_result.setPlainText(self.tr("asking the engine…"))
-        self.pool.submit(self.doc.client.explain, prompt, tags, model,
-                         returned=self._show_explanation, errored=self._show_explain_error)
+        self.doc.client.send(calls.explain(prompt, tags, model),
+                             returned=self._show_explanation, errored=self._show_explain_error)
 
     def _show_explanation(self, answer: dict) -> None:
         lines = []

@@ -2,7 +2,7 @@
 rule editor), and a view that scores a typed prompt live, draws the score histograms (examples
 left out one at a time, negatives, recent requests) and suggests a threshold.
 
-The scores come from the engine (POST /admin/route/semantic), in a worker: the GUI never loads
+The scores come from the engine (POST /admin/route/semantic), asked on QtNetwork: the GUI never loads
 the model and never waits for it. Requests are debounced and one is in flight at a time; an
 answer for an older question than the last one asked is dropped.
 """
@@ -16,6 +16,9 @@ from PySide6.QtWidgets import (
     QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
     QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
+
+from laya_desktop.admin_api import calls
+from laya_desktop.gui.palette import theme
 
 DEBOUNCE_MS = 400
 BINS = np.linspace(0.0, 1.0, 41)
@@ -140,9 +143,10 @@ class SemanticScoreView(QWidget):
     min_probability_chosen = Signal(float)
     answered = Signal(object)  # the engine's answer (dict) or the exception
 
-    def __init__(self, pool, client, parent: QWidget | None = None) -> None:
+    def __init__(self, client, parent: QWidget | None = None) -> None:
+        """`client()`: the EngineClient to ask (QtNetwork, on this thread)."""
         super().__init__(parent)
-        self.pool, self._client = pool, client
+        self._client = client
         self._semantic: dict | None = None
         self._others: list[dict] = []  # the other rules' {name, semantic}: a learned head's classes
         self._asked = 0      # questions asked; an answer carries the number it answers
@@ -168,6 +172,7 @@ class SemanticScoreView(QWidget):
                                               name=names[key])
         self.line = pg.InfiniteLine(0.5, angle=90, pen=pg.mkPen("k", width=2))
         self.plot.addItem(self.line)
+        theme().follow(self.plot)
         self.mode = QComboBox()
         for key, label in (("target", self.tr("within my false-positive target")),
                            ("leave_one_out", self.tr("leave-one-out (every example passes)")),
@@ -245,11 +250,11 @@ class SemanticScoreView(QWidget):
         self._asked += 1
         prompt = self.prompt.text().strip()
         asked = self._asked
-        self.pool.submit(self._client().semantic_probe, self._semantic, [prompt] if prompt else [],
-                         200, round(self.precision.value(), 3), self._others,
-                         self.false_positive.value() / 100,
-                         returned=lambda a: self._on_answer(asked, a),
-                         errored=lambda e: self._on_error(asked, e))
+        call = calls.semantic_probe(self._semantic, [prompt] if prompt else [], 200,
+                                    round(self.precision.value(), 3), self._others,
+                                    self.false_positive.value() / 100)
+        self._client().send(call, returned=lambda a: self._on_answer(asked, a),
+                            errored=lambda e: self._on_error(asked, e))
 
     def _done(self) -> None:
         self._busy = False
