@@ -8,6 +8,7 @@ a running engine's own files (runtime).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -82,3 +83,11 @@ def prompt_cache_dir() -> Path:
     per model; LAYA_PROMPT_CACHE_DIR puts it elsewhere (a larger disk, or a test's tmp folder)."""
     override = os.environ.get("LAYA_PROMPT_CACHE_DIR", "")
     return Path(override) if override else cache_dir() / "prompt-cache"
+
+
+PROMPT_CACHE_SUFFIX = ".lpkv"   # a saved state's file (runners/prompt_cache_file.py)
+
+
+def prompt_cache_folder(model_name: str) -> Path:
+    """One model's folder in prompt_cache_dir(), named after the model."""
+    return prompt_cache_dir() / (re.sub(r"[^A-Za-z0-9._-]", "_", str(model_name or "model"))[:80])

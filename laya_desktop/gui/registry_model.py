@@ -15,10 +15,13 @@ from laya_desktop.telemetry.model_sample import ModelState
 # Column keys, and the header texts once translated (the marks let lupdate find them).
 COLUMNS = (QT_TRANSLATE_NOOP("RegistryModel", "Name"), QT_TRANSLATE_NOOP("RegistryModel", "Backend"),
            QT_TRANSLATE_NOOP("RegistryModel", "State"), "RSS", QT_TRANSLATE_NOOP("RegistryModel", "KV used"),
+           QT_TRANSLATE_NOOP("RegistryModel", "Prompt cache"),
            QT_TRANSLATE_NOOP("RegistryModel", "Pinned"), QT_TRANSLATE_NOOP("RegistryModel", "Last used"),
            QT_TRANSLATE_NOOP("RegistryModel", "Source"))
 STATE_COLORS = MappingProxyType({"ready": "#1f7a1f", "busy": "#1f4f9a", "loading": "#9a6b00",
                                  "error": "#b00020", "stopping": "#9a6b00", "unloaded": "#666666"})
+# a remote model's health (GET /admin/models: up, ejected, unknown)
+HEALTH_COLORS = MappingProxyType({"up": "#1f7a1f", "ejected": "#b00020", "unknown": "#666666"})
 
 
 def _tr(text: str) -> str:
@@ -35,6 +38,18 @@ def state_text(state: str) -> str:
              "unloaded": QCoreApplication.translate("RegistryModel", "unloaded"),
              "remote": QCoreApplication.translate("RegistryModel", "remote")}
     return names.get(state, state)
+
+
+def health_text(health: str, last_error: str | None) -> str:
+    """A remote model's State cell: up, ejected (with its last error), or unknown."""
+    if health == "ejected":
+        if last_error:
+            return QCoreApplication.translate("RegistryModel", "ejected: {error}").format(
+                error=last_error)
+        return QCoreApplication.translate("RegistryModel", "ejected")
+    names = {"up": QCoreApplication.translate("RegistryModel", "up"),
+             "unknown": QCoreApplication.translate("RegistryModel", "unknown")}
+    return names.get(health, health)
 
 
 def fmt_ago(t) -> str:
@@ -93,9 +108,14 @@ class RegistryModel(QAbstractTableModel):
         state = live.get("state", "remote" if cfg.get("backend") in REMOTE_BACKENDS else "unloaded")
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(col, cfg, live, state)
+        health = live.get("health") if cfg.get("backend") in REMOTE_BACKENDS else None
+        if role == Qt.ItemDataRole.ToolTipRole and col == "State" and health and live.get("last_error"):
+            return str(live["last_error"])
         if role == Qt.ItemDataRole.ToolTipRole and col == "State" and live.get("error"):
             return str(live["error"])
         if role == Qt.ItemDataRole.ForegroundRole and col == "State":
+            if health:
+                return QBrush(QColor(HEALTH_COLORS.get(health, "#333333")))
             return QBrush(QColor(STATE_COLORS.get(state, "#333333")))
         return None
 
@@ -106,6 +126,8 @@ class RegistryModel(QAbstractTableModel):
         if col == "Backend":
             return cfg.get("backend", "")
         if col == "State":
+            if cfg.get("backend") in REMOTE_BACKENDS and live.get("health"):
+                return health_text(live["health"], live.get("last_error"))
             if state == ModelState.ERROR and live.get("error"):
                 return QCoreApplication.translate("RegistryModel", "error: {error}").format(
                     error=live.get("error"))
@@ -116,6 +138,12 @@ class RegistryModel(QAbstractTableModel):
             used, cap = live.get("kv_used_tokens"), live.get("kv_capacity_tokens")
             return QCoreApplication.translate("RegistryModel", "{used} / {capacity} tok").format(
                 used=used or 0, capacity=cap) if cap else "—"
+        if col == "Prompt cache":
+            cache = live.get("prompt_cache")
+            if not isinstance(cache, dict):
+                return "—"
+            return QCoreApplication.translate("RegistryModel", "{ram} RAM, {disk} disk").format(
+                ram=fmt_bytes(cache.get("ram_bytes") or 0), disk=fmt_bytes(cache.get("disk_bytes") or 0))
         if col == "Pinned":
             pinned = live.get("pinned", cfg.get("keep_in_memory"))
             return "📌 " + QCoreApplication.translate("RegistryModel", "yes") if pinned else ""

@@ -20,6 +20,8 @@ SYSTEM_FIELDS = ("ram_total", "ram_used", "ram_available", "swap_total", "swap_u
 MODEL_FIELDS = ("rss", "private", "shared", "vram", "kv_used_tokens", "kv_capacity_tokens",
                 "kv_bytes", "kv_capacity_bytes", "active", "queued", "tokens_per_s",
                 "mlx_active_memory")
+# a runner's prompt cache (telemetry/model_sample.py's `prompt_cache`), nested in its model entry
+PROMPT_CACHE_FIELDS = ("prompt_cache_ram_bytes", "prompt_cache_disk_bytes")
 GPU_FIELDS = ("used", "total")
 HOUR_S = 3600.0
 # An hour at 4 Hz with room to spare; a faster sample_hz keeps a shorter history.
@@ -51,6 +53,11 @@ def _flatten(sample: dict) -> dict[str, float]:
             for field in MODEL_FIELDS:
                 if field in m:
                     row[model_key(name, field)] = _number(m[field])
+            cache = m.get("prompt_cache")
+            if isinstance(cache, dict):
+                for field in PROMPT_CACHE_FIELDS:
+                    if field in cache:
+                        row[model_key(name, field)] = _number(cache[field])
     for i, gpu in enumerate(sample.get("gpus") or []):
         index = int(gpu.get("index", i))
         for field in GPU_FIELDS:
@@ -149,7 +156,7 @@ class EventList:
     def __init__(self, horizon_s: float = HOUR_S) -> None:
         self.horizon_s = horizon_s
         self.items: list[dict] = []
-        self.total = 0            # events ever added (markers never stop: see issue 10)
+        self.total = 0            # events ever added (markers keep counting past the horizon)
         self.last_seq = 0
 
     def __len__(self) -> int:

@@ -18,7 +18,6 @@ import collections
 import ctypes
 import logging
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 import llama_cpp as L
 import numpy as np
 
-from laya_desktop.app_files import prompt_cache_dir
+from laya_desktop.app_files import prompt_cache_folder
 from laya_desktop.runners import protocol as P
 from laya_desktop.runners.batching import FreeSlot, TextStream, choose_slot, plan_batch
 from laya_desktop.runners.builtin import resolve_model_path
@@ -41,7 +40,7 @@ from laya_desktop.runners.prompt_cache_key import cache_key
 from laya_desktop.runners.prompt_cache_state import copy_in, copy_out
 from laya_desktop.runners.sampling_worker import SamplingWorker
 from laya_desktop.runners.repacked_weights import release_file_pages, repacked_tensors
-from laya_desktop.runners.schema_limits import SchemaTooLarge, check_schema
+from laya_desktop.runners.schema_limits import SchemaTooLarge, check_gbnf, check_schema
 from laya_desktop.runners.sliding_window import SlidingWindows
 from laya_desktop.runners.swa_layout import sliding_window_layers, window_cells
 from laya_desktop.runners.thread_governor import ThreadGovernor
@@ -52,17 +51,18 @@ log = logging.getLogger("laya.runner")
 # ggml type of each KV cache type (its bytes per element: memory_estimate.KV_ELEMENT_BYTES).
 KV_CACHE_TYPES = {"f16": L.GGML_TYPE_F16, "q8_0": L.GGML_TYPE_Q8_0, "q4_0": L.GGML_TYPE_Q4_0}
 N_BATCH = 512
-PREFILL_CHUNK_WHEN_BUSY = 64    # prompt tokens per step while others decode: ~0.5 s of Gemma 270M on one core
+PREFILL_CHUNK_WHEN_BUSY = 64    # prompt tokens per step while others decode: a short pause for them
 RATE_WINDOW_S = 2.0
 
 
 def default_n_threads() -> int:
     """The most threads a model decodes with. ggml's OpenMP workers wait for each other at every
     op; the thread governor (thread_governor.py) decodes with fewer while fewer are faster, so a
-    core taken by another process costs little (bench/threads.py: two, governed, 1.66x one thread
-    quiet, 0.99x with a core busy). On 2 CPUs it is still one thread: spinning threads on both
-    cores would take them from the GUI, the engine and the user's agent, which the governor does
-    not time. Above that, about one thread per physical core (half the logical CPUs), up to 8."""
+    core taken by another process costs little (bench/results/threads/latest.json: two threads,
+    governed, against one, quiet and with a core busy). On 2 CPUs it is still one thread:
+    spinning threads on both cores would take them from the GUI, the engine and the user's
+    agent, which the governor does not time. Above that, about one thread per physical core
+    (half the logical CPUs), up to 8."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -255,7 +255,7 @@ class LlamaCppBackend:
                         flash_attn=int(cparams.flash_attn_type),
                         n_gpu_layers=int(spec.get("n_gpu_layers") or 0), cpu_repack=self.cpu_repack,
                         n_swa=self.n_swa, rope_scaling=self.rope_scaling)
-        folder = prompt_cache_dir() / re.sub(r"[^A-Za-z0-9._-]", "_", self.name)[:80]
+        folder = prompt_cache_folder(self.name)
         return PromptCache(key, folder, ram_mb << 20, disk_mb << 20, self.n_swa)
 
     def _configure_context(self, cparams) -> None:
@@ -363,7 +363,7 @@ class LlamaCppBackend:
             return [P.error(req_id, "bad_request", f"logit_bias: no token id {bad[0]}")]
         req = Request(req_id, prompt, params, TextStream(accepted.stops),
                       params.max_tokens or self.n_ctx)
-        if params.json_schema is not None:
+        if params.constrained:
             return self._compile(req)
         req.sampler = make_sampler(params, self.vocab, self.n_vocab, self.n_ctx)
         self.waiting.append(req)
@@ -377,14 +377,19 @@ class LlamaCppBackend:
         """Queue the request's grammar on the worker; `queued` (or the error) follows once it
         is built, so a schema the grammar code refuses is still refused before any token."""
         try:
-            check_schema(req.params.json_schema)
+            if req.params.grammar is not None:
+                check_gbnf(req.params.grammar)
+            else:
+                check_schema(req.params.json_schema)
         except SchemaTooLarge as exc:
-            return [P.error(req.id, exc.code, f"response_format: {exc}")]
+            field = "grammar" if req.params.grammar is not None else "response_format"
+            return [P.error(req.id, exc.code, f"{field}: {exc}")]
         if self._grammars is None:
             self._grammars = GrammarWorker(self.vocab, self._woken)
             self._sampling = SamplingWorker(self.n_vocab, self._woken)
         self.compiling[req.id] = req
-        self._grammars.submit(req.id, req.params.json_schema)
+        self._grammars.submit(req.id, req.params.grammar if req.params.grammar is not None
+                              else req.params.json_schema)
         return []
 
     def _woken(self) -> None:
@@ -484,7 +489,7 @@ class LlamaCppBackend:
                     self._save_prompt(r)
         events = built
         for r, idx in outputs:
-            if r.params.json_schema is not None:   # the grammar's time is not the batch's
+            if r.params.constrained:   # the grammar's time is not the batch's
                 r.sampling = True
                 self._sampling.submit(r, r.sampler, self._logit_row(idx).copy())
                 continue
@@ -589,9 +594,11 @@ class LlamaCppBackend:
                 return
             req = self.waiting.popleft()
             index, keep = choose_slot(req.prompt, free)
+            if not req.params.cache_prompt:
+                keep = 0
             slot = self.slots[index]
             source = "slot"
-            if self.prompt_cache is not None:
+            if self.prompt_cache is not None and req.params.cache_prompt:
                 restored = self._restore(slot, req.prompt, keep)
                 if restored is not None:
                     keep, source = restored
@@ -751,6 +758,11 @@ class LlamaCppBackend:
                 **(self._grammars.stats() if self._grammars else
                    {"grammar_cache_hits": 0, "grammar_cache_misses": 0}),
                 **self._prompt_cache_stats()}
+
+    def clear_prompt_cache(self) -> int:
+        """Every saved prompt state of this model dropped, in RAM and on disk; the bytes freed.
+        What the slots hold stays: it is the running requests' own."""
+        return self.prompt_cache.clear() if getattr(self, "prompt_cache", None) is not None else 0
 
     def _prompt_cache_stats(self) -> dict:
         if self.prompt_cache is None:

@@ -43,6 +43,10 @@ def unsupported_params(cmd: dict) -> str | None:
         return None
     if params.get("json_schema") is not None:
         return "response_format/json_schema is not supported on MLX models"
+    if params.get("grammar") is not None:
+        return "grammar is not supported on MLX models"
+    if params.get("cache_prompt") is False:
+        return "cache_prompt: false is not supported on MLX models (their prompt reuse is fixed)"
     if params.get("logprobs") or params.get("top_logprobs"):
         return "logprobs is not supported on MLX models"
     dry = next((k for k in LLAMA_ONLY_KNOBS if k in params), None)
@@ -174,6 +178,10 @@ class MlxBackend:
             **mlx_memory(),
             **(self._saved.stats() if self._saved is not None else {}),
         }
+
+    def clear_prompt_cache(self) -> int:
+        """The saved prompts dropped, in RAM and on disk (the last sequence's cache stays)."""
+        return self._saved.store.clear() if self._saved is not None else 0
 
     def close(self) -> None:
         if self._saved is not None:

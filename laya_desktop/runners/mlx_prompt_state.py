@@ -96,16 +96,13 @@ class MlxSavedPrompts:
 
     @classmethod
     def open(cls, spec: dict, folder: str, n_ctx: int) -> "MlxSavedPrompts | None":
-        import re
-
-        from laya_desktop.app_files import prompt_cache_dir
+        from laya_desktop.app_files import prompt_cache_folder
         from laya_desktop.runners.prompt_cache import PromptCache
         budgets = spec.get("prompt_cache") or {}
         ram_mb, disk_mb = int(budgets.get("ram_mb") or 0), int(budgets.get("disk_mb") or 0)
         if not (ram_mb or disk_mb):
             return None
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", str(spec.get("name") or "model"))[:80]
-        return cls(PromptCache(model_key(folder, n_ctx), prompt_cache_dir() / name,
+        return cls(PromptCache(model_key(folder, n_ctx), prompt_cache_folder(spec.get("name")),
                                ram_mb << 20, disk_mb << 20))
 
     def restore(self, prompt: list[int], have: int):

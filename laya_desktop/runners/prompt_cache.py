@@ -280,6 +280,19 @@ class PromptCache:
         except OSError:
             pass
 
+    def clear(self) -> int:
+        """Drop every entry, in RAM and on disk (the user's "clear cache"); returns the bytes
+        freed. Writes already queued land first and go with the rest."""
+        self.flush(timeout=10.0)
+        with self._lock:
+            freed = self.ram_bytes() + self.disk_bytes()
+            self._ram.clear()
+            for entry in self._disk.values():
+                entry.path.unlink(missing_ok=True)
+            self._disk.clear()
+        self.counts["cleared_bytes"] += freed
+        return freed
+
     # --- stats -----------------------------------------------------------------------------------
 
     def ram_bytes(self) -> int:

@@ -21,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from laya_desktop.app_files import PROMPT_CACHE_SUFFIX
+
 MAGIC = b"LAYAPKV1"
 FORMAT = 1
-SUFFIX = ".lpkv"
+SUFFIX = PROMPT_CACHE_SUFFIX
 _U32 = struct.Struct("<I")
 MAX_HEADER = 1 << 20
 

@@ -65,7 +65,7 @@ def _read_stdin(commands: queue.Queue) -> None:
     # os.read on fd 0, not sys.stdin: a daemon thread blocked inside a buffered reader holds its
     # lock, and the interpreter aborts at exit when it cannot take that lock.
     # A bytearray, split only when a newline arrives: re-joining `pending + data` for every
-    # 64 KiB chunk made a long prompt quadratic (11 s under the GIL for a 32 MiB line).
+    # 64 KiB chunk made a long prompt quadratic (seconds under the GIL for a line of megabytes).
     pending = bytearray()
     while True:
         try:
@@ -179,6 +179,12 @@ class Runner:
         elif op == "cancel":
             events = self.backend.cancel(str(cmd.get("id")))
         elif op == "stats":
+            events = [P.stats(self.backend.stats())]
+            self._last_stats = time.monotonic()
+        elif op == "clear_prompt_cache":
+            clear = getattr(self.backend, "clear_prompt_cache", None)
+            freed = clear() if clear is not None else 0
+            log.info("prompt cache cleared: %d bytes", freed)
             events = [P.stats(self.backend.stats())]
             self._last_stats = time.monotonic()
         elif op == "shutdown":

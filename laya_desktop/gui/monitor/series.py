@@ -71,6 +71,11 @@ def model_series(name: str, index: int, tr) -> list[Series]:
         Series("vram", k("vram"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} VRAM")).format(model=name), GIB, dashed=True, color_index=c),
         Series("kv_pct", k("kv_used_tokens"), name, per=k("kv_capacity_tokens"), color_index=c),
         Series("kv_bytes", k("kv_bytes"), name, MIB, color_index=c),
+        # saved prompt states beyond the slots (runners/prompt_cache.py); absent without a cache
+        Series("kv_bytes", k("prompt_cache_ram_bytes"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} prompt cache, RAM")).format(
+            model=name), MIB, dashed=True, color_index=c),
+        Series("kv_bytes", k("prompt_cache_disk_bytes"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} prompt cache, disk")).format(
+            model=name), MIB, dashed=True, color_index=c + 1),
         Series("requests", k("active"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} active")).format(model=name), color_index=c),
         Series("requests", k("queued"), tr(QT_TRANSLATE_NOOP("MonitorPanel", "{model} queued")).format(model=name), dashed=True,
                color_index=c),

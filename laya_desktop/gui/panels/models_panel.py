@@ -1,7 +1,7 @@
 """Models panel: the registry with live state; add, edit, remove, load, unload, warm up, pin.
 
-Registry changes are full configs sent with PUT /admin/config (via ConfigDocument); load, unload
-and warm up are admin calls. All of them run in workers; the table refreshes from the poller.
+Registry changes are full configs sent with PUT /admin/config (via EngineState); load, unload
+and warm up are admin calls, sent on QtNetwork; the table refreshes from EngineState's poll.
 """
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from laya_desktop.admin_api import calls
 from laya_desktop.config.schema import REMOTE_BACKENDS
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.downloads import Downloads
+from laya_desktop.gui.downloads_view import DownloadsView
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.panels.model_dialog import ModelDialog
 from laya_desktop.gui.registry_edits import replace_model
 from laya_desktop.gui.registry_model import RegistryModel
@@ -24,7 +27,7 @@ from laya_desktop.gui.workers import WorkerPool
 class ModelsPanel(QWidget):
     action_done = Signal(str, bool, object)   # action, ok, result or exception
 
-    def __init__(self, pool: WorkerPool, doc: ConfigDocument, parent: QWidget | None = None) -> None:
+    def __init__(self, pool: WorkerPool, doc: EngineState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pool, self.doc = pool, doc
         self.model = RegistryModel(self)
@@ -38,7 +41,8 @@ class ModelsPanel(QWidget):
         self.table.doubleClicked.connect(lambda _i: self.edit_selected())
 
         row1, row2 = QHBoxLayout(), QHBoxLayout()
-        for label, slot in ((self.tr("Add GGUF…"), lambda: self.open_dialog("llama_cpp")),
+        for label, slot in ((self.tr("Get models…"), self.open_get_models),
+                            (self.tr("Add GGUF…"), lambda: self.open_dialog("llama_cpp")),
                             (self.tr("Add MLX…"), lambda: self.open_dialog("mlx")),
                             (self.tr("Add remote…"), lambda: self.open_dialog("openai")),
                             (self.tr("Edit…"), self.edit_selected),
@@ -48,14 +52,18 @@ class ModelsPanel(QWidget):
         for label, slot in ((self.tr("Load"), lambda: self._on_selected(self.load)),
                             (self.tr("Unload"), lambda: self._on_selected(self.unload)),
                             (self.tr("Warm up"), lambda: self._on_selected(self.warm_up)),
-                            (self.tr("Pin / unpin"), lambda: self._on_selected(self.toggle_pin))):
+                            (self.tr("Pin / unpin"), lambda: self._on_selected(self.toggle_pin)),
+                            (self.tr("Clear cache"), lambda: self._on_selected(self.clear_cache))):
             row2.addWidget(_button(label, slot))
         row2.addStretch(1)
         self.status = QLabel("")
         self.status.setWordWrap(True)
+        self.downloads = Downloads(doc, parent=self)   # outlives the Get models dialog
+        self.downloads_view = DownloadsView(self.downloads)
         layout = QVBoxLayout(self)
         layout.addLayout(row1)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.downloads_view)
         layout.addLayout(row2)
         layout.addWidget(self.status)
         doc.applied_changed.connect(lambda cfg: self.model.set_configs(cfg.get("models", [])))
@@ -80,6 +88,14 @@ class ModelsPanel(QWidget):
         dialog = ModelDialog(self.pool, backend, existing, self.doc.model_names(), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.accepted.connect(lambda: self._dialog_accepted(dialog.entry(), existing))
+        dialog.open()
+        return dialog
+
+    def open_get_models(self):
+        """The model hub browser; its downloads live on in `downloads` when it closes."""
+        from laya_desktop.gui.panels.get_models_dialog import GetModelsDialog
+        dialog = GetModelsDialog(self.downloads, lambda: self.open_dialog("llama_cpp"), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog
 
@@ -132,7 +148,7 @@ class ModelsPanel(QWidget):
     def _action_text(self, action: str) -> str:
         names = {"add": self.tr("add"), "edit": self.tr("edit"), "remove": self.tr("remove"),
                  "pin": self.tr("pin"), "load": self.tr("load"), "unload": self.tr("unload"),
-                 "warm up": self.tr("warm up")}
+                 "warm up": self.tr("warm up"), "clear cache": self.tr("clear the prompt cache of")}
         return names.get(action, action)
 
     def _apply(self, action: str, config: dict) -> None:
@@ -151,15 +167,22 @@ class ModelsPanel(QWidget):
 
     # --- runtime actions -----------------------------------------------------------------------
     def load(self, name: str) -> None:
-        self._call("load", self.doc.client.load, name)
+        self._call("load", lambda ok, bad: self.doc.client.send(calls.load(name), ok, bad), name)
 
     def unload(self, name: str) -> None:
-        self._call("unload", self.doc.client.unload, name)
+        self._call("unload", lambda ok, bad: self.doc.client.send(calls.unload(name), ok, bad),
+                   name)
+
+    def clear_cache(self, name: str) -> None:
+        """Drop the model's saved prompt states (RAM and disk); the next prompt reads in full."""
+        self._call("clear cache",
+                   lambda ok, bad: self.doc.client.send(calls.clear_prompt_cache(name), ok, bad), name)
 
     def warm_up(self, name: str) -> None:
-        self._call("warm up", self.doc.client.warm_up, name)
+        self._call("warm up", lambda ok, bad: self.doc.client.warm_up(name, ok, bad), name)
 
-    def _call(self, action: str, fn: Callable, name: str) -> None:
+    def _call(self, action: str, send: Callable, name: str) -> None:
+        """`send(ok, bad)` starts the engine's call (QtNetwork, on this thread)."""
         what = self._action_text(action)
         self.status.setText(self.tr("{action} {name}…").format(action=what, name=name))
 
@@ -171,7 +194,7 @@ class ModelsPanel(QWidget):
             self.status.setText(self.tr("{action} {name} failed: {error}").format(
                 action=what, name=name, error=exc))
             self.action_done.emit(action, False, exc)
-        self.pool.submit(fn, name, returned=ok, errored=bad)
+        send(ok, bad)
 
 
 def _button(label: str, slot) -> QPushButton:
