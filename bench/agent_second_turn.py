@@ -4,7 +4,7 @@
 rule to the built-in SmolLM2), then `codex exec resume --last` sends the follow-up. Codex stores
 nothing upstream (`store: false`), so the second request repeats the whole first turn plus the
 answer; the runner should read only what is new. Prints each turn's prompt tokens, the tokens it
-found already in the KV cache, and its time to first token; writes bench/results/agent_second_turn.json.
+found already in the KV cache, and its time to first token; writes bench/results/agent_second_turn/.
 Takes several minutes on 2 cores (the first turn's prompt is read once).
 
     .venv/bin/python bench/agent_second_turn.py
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from agent_clients import codex_env  # noqa: E402
 from engine_harness import running_engine  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 CODEX = ROOT / ".agents" / "node_modules" / ".bin" / "codex"
 FIRST = "In one sentence, what is the sea?"
@@ -33,6 +33,7 @@ SECOND = "And in one word?"
 
 
 def main() -> int:
+    begun = begin()
     if not CODEX.exists():
         raise SystemExit(f"{CODEX} is missing: `make test` installs it from npm")
     config = yaml.safe_load((ROOT / "models.yaml").read_text())
@@ -61,7 +62,7 @@ def main() -> int:
         cached = r["cached_tokens"] or 0
         lines.append(f"{i:<8}{r['prompt_tokens'] or 0:>15}{cached:>15}"
                      f"{(r['prompt_tokens'] or 0) - cached:>8}{(r['ttft_ms'] or 0) / 1000:>11.1f}s")
-    publish("agent_second_turn", report, "\n".join(lines), False)
+    publish("agent_second_turn", report, "\n".join(lines), False, started=begun)
     return 0
 
 

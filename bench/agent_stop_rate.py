@@ -4,7 +4,7 @@ Claude Code fails an answer that hits the length limit, so a turn only works whe
 stops. The script captures Claude Code's first request (a loopback server that records it and
 answers 400), reads its 12k-token prompt once into an in-process llama.cpp runner, then samples
 the answer `--trials` times per setting (the prompt's KV is reused), each up to `--cap` tokens.
-Prints a table and writes bench/results/agent_stop_rate.json. Reading the prompt takes minutes.
+Prints a table and writes bench/results/agent_stop_rate/. Reading the prompt takes minutes.
 
     .venv/bin/python bench/agent_stop_rate.py --trials 10
 """
@@ -19,8 +19,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
+from publish import begin, write
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "agent_stop_rate.json"
 CLAUDE = ROOT / ".agents" / "node_modules" / ".bin" / "claude"
 SETTINGS = {
     "llama-server default (temperature 0.8)": {},
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=len(QUESTIONS), help="how many first prompts")
     parser.add_argument("--only", default="", help="only the settings whose label holds this text")
     args = parser.parse_args()
+    begun = begin()
 
     from laya_desktop.engine.apis.messages import MessagesApi
     from laya_desktop.runners.llama_cpp_backend import LlamaCppBackend
@@ -114,9 +116,8 @@ def main() -> None:
     print()
     for label, row in rows.items():
         print(f"{label:<58} stopped {row['stopped']:>3} / {row['trials']}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"cap": args.cap, "questions": QUESTIONS[:args.questions],
-                                   "settings": rows}, indent=2))
+    write("agent_stop_rate", {"cap": args.cap, "questions": QUESTIONS[:args.questions],
+                              "settings": rows}, begun)
 
 
 if __name__ == "__main__":

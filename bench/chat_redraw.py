@@ -9,7 +9,7 @@ inserted again as one HTML string, each redraw). A redraw is timed with the layo
 
     QT_QPA_PLATFORM=offscreen python bench/chat_redraw.py [--earlier 40] [--step 32] [--json]
 
-With --json: one JSON object on stdout, the table on stderr; bench/results/chat_redraw.json either way.
+With --json: one JSON object on stdout, the table on stderr; bench/results/chat_redraw/ either way.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from laya_desktop.gui.chat.conversation import Message  # noqa: E402
 from laya_desktop.gui.chat.transcript_view import TranscriptView  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 PARAGRAPH = ("The slice `xs[::-1]` makes a **reversed copy**; `xs.reverse()` works in place "
              "and returns None, see [the docs](https://docs.python.org/3/). ") * 2 + "\n\n"
@@ -82,6 +82,7 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=32, help="characters added per redraw")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     app = QApplication.instance() or QApplication([])
     text = (PARAGRAPH * 3 + CODE) * (MARKS[-1] // len(PARAGRAPH * 3 + CODE) + 1)
     results = {}
@@ -103,7 +104,7 @@ def main() -> None:
               "results": {k: {"open_ms": v["open_ms"],
                               "redraw": {str(m): r for m, r in v["redraw"].items()}}
                           for k, v in results.items()}}
-    publish("chat_redraw", report, "\n".join(rows), args.json)
+    publish("chat_redraw", report, "\n".join(rows), args.json, started=begun)
 
 
 if __name__ == "__main__":

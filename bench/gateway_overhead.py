@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import EngineProcess  # noqa: E402
 from loopback_upstream import ChatUpstream, _Handler  # noqa: E402
 from awake import cpus_awake  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 GOAL_MS = 1.0
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,6 +154,7 @@ def main() -> int:
                         "idle CPU to wake (bench/awake.py)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     trees = {"this": ROOT}
     if args.baseline_tree is not None:
         trees["baseline"] = args.baseline_tree.resolve()
@@ -172,7 +173,7 @@ def main() -> int:
                   f"  overhead p50 {r['added_p50_ms']:.3f} ms (goal <= {GOAL_MS} ms); engine CPU "
                   f"{r['engine_cpu_ms_per_request']:.3f} ms a request (user + system)"]
     publish("gateway_overhead_stream" if args.stream else "gateway_overhead", report,
-            "\n".join(lines), args.json)
+            "\n".join(lines), args.json, started=begun)
     return 0
 
 

@@ -9,7 +9,7 @@ sampler in a thread with the runner's grammar-worker stack (grammar_worker.GRAMM
 clones it (to time a clone against a fresh init), and then samples TOKENS tokens through the
 clone over the model's whole vocabulary with random logits, timing each grammar step (what the
 runner's sampling_worker pays per token). Prints a table per dimension and
-writes bench/results/grammar_limits.json.
+writes bench/results/grammar_limits/ (grammar_crashes/ with --crash-only).
 
     .venv/bin/python bench/grammar_limits.py                  # SmolLM2's 49k vocab, every kind
     .venv/bin/python bench/grammar_limits.py --kind enum --budget 2
@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from publish import begin, write
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -223,6 +225,7 @@ def main() -> int:
     ap.add_argument("--ceiling", type=int, default=1 << 20)
     ap.add_argument("--trial", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    begun = begin()
     from laya_desktop.runners.builtin import resolve_model_path
     model = str(resolve_model_path(args.model))
     if args.trial:
@@ -244,10 +247,7 @@ def main() -> int:
     report = {"model": model, "budget_s": args.budget, "crash_only": args.crash_only,
               "token_budget_ms": None if args.crash_only else args.token_budget_ms, "stack_bytes": _stack(),
               "results": results}
-    out = ROOT / "bench" / "results" / ("grammar_crashes.json" if args.crash_only
-                                        else "grammar_limits.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
+    out = write("grammar_crashes" if args.crash_only else "grammar_limits", report, begun)
     print(json.dumps({"written": str(out), "summary": [
         {k: r[k] for k in ("kind", "largest_good", "first_bad")} for r in results]}))
     return 0

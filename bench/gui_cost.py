@@ -16,7 +16,8 @@ Monitor shown. Beside each figure: the baseline run's (--baseline, by default th
 this run replaces) and the ratio.
 
 QT_QPA_PLATFORM defaults to offscreen; under Xvfb use `xvfb-run -a env QT_QPA_PLATFORM=xcb ...`.
-With --json: one JSON object on stdout, the table on stderr; bench/results/gui_cost.json either way.
+With --json: one JSON object on stdout, the table on stderr; bench/results/gui_cost/ either way
+(gui_cost_loadtest/ with --loadtest).
 """
 from __future__ import annotations
 
@@ -39,11 +40,11 @@ from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QLabel, QTabWidget  # noqa: E402
 
 from laya_desktop.gui.panels.monitor_panel import MonitorPanel  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import RESULTS, begin, publish  # noqa: E402
 
 GIB, MIB = 1 << 30, 1 << 20
 HZ = 4.0
-POLL_MS = 500     # the app's EnginePoller interval
+POLL_MS = 500     # the app's EngineState poll interval
 MODELS = ("gemma-270m", "smollm2-135m", "tiny")
 
 
@@ -157,7 +158,7 @@ def probe_loop(app: QApplication, until) -> dict:
             "stall_ms_max": float(late.max())}
 
 
-def loadtest_main(args) -> None:
+def loadtest_main(args, begun) -> None:
     import tempfile
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gui"))
     from conftest import free_port, gui_config, start_window, write_config  # noqa: E402 - sets XDG dirs
@@ -206,7 +207,7 @@ def loadtest_main(args) -> None:
         lines.append(f"{c['shown']:<10} {'yes' if c['ok'] else 'no':>3} {c['seconds']:>8.1f} "
                      f"{c['cpu_pct_of_core']:>10.2f} {c['stall_ms_p50']:>9.1f} {c['stall_ms_p99']:>7.1f} "
                      f"{c['stall_ms_max']:>7.1f} {base_p99:>8} {ratio:>6}")
-    publish("gui_cost_loadtest", report, "\n".join(lines), args.json)
+    publish("gui_cost_loadtest", report, "\n".join(lines), args.json, started=begun)
 
 
 def _baseline_cases(path) -> dict:
@@ -230,11 +231,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--loadtest", action="store_true", help="the whole app during a load test")
     parser.add_argument("--requests", type=int, default=200, help="with --loadtest")
-    parser.add_argument("--baseline", default=str(Path(__file__).resolve().parent / "results" / "gui_cost_loadtest.json"),
+    parser.add_argument("--baseline", default=str(RESULTS / "gui_cost_loadtest" / "latest.json"),
                         help="with --loadtest: a earlier results file to compare with")
     args = parser.parse_args()
+    begun = begin()
     if args.loadtest:
-        return loadtest_main(args)
+        return loadtest_main(args, begun)
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     panel = MonitorPanel()
@@ -267,7 +269,7 @@ def main() -> None:
         lines.append(f"{c['shown']:<10} {c['cpu_pct_of_core']:>10.2f} {c['redraws']:>8} "
                      f"{c['points_per_curve']:>9} {c['curves']:>6} {c['stall_ms_p50']:>9.1f} "
                      f"{c['stall_ms_p99']:>7.1f} {c['stall_ms_max']:>7.1f}")
-    publish("gui_cost", report, "\n".join(lines), args.json)
+    publish("gui_cost", report, "\n".join(lines), args.json, started=begun)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
-"""The GUI's admin calls to the engine: QtNetwork (gui/engine_http.py, the request queued from a
-worker onto the GUI thread's event loop) against the baseline, a plain httpx.Client in the same
+"""The GUI's admin calls to the engine: QtNetwork (gui/engine_client.py, sent on the GUI thread's
+event loop, each call from the last one's answer) against the baseline, a plain httpx.Client in a
 worker (what the GUI used before, less its socket-recording hooks).
 
-A real engine process (one `openai` model, never called) answers GET /admin/models. A worker
-thread makes the calls in blocks of BLOCK, alternating the two clients block by block, so a busy
-moment of the machine hits both. Per client: the call's latency seen by the worker (p50, p99),
+A real engine process (one `openai` model, never called) answers GET /admin/models. The calls go
+in blocks of BLOCK, alternating the two clients block by block, so a busy moment of the machine
+hits both. Per client: the call's latency seen by its caller (p50, p99),
 and how late a 10 ms timer on the GUI thread fires while its blocks run (the GUI's stall; QTimer
 resolution is 1 ms, and a 2-core machine shared with other work makes single late ticks noisy).
 
     QT_QPA_PLATFORM=offscreen python bench/gui_engine_http.py [--calls 600] [--json]
 
-With --json: one JSON object on stdout, the table on stderr; bench/results/gui_engine_http.json
+With --json: one JSON object on stdout, the table on stderr; bench/results/gui_engine_http/
 either way.
 """
 from __future__ import annotations
@@ -32,18 +32,23 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
+from PySide6.QtCore import QElapsedTimer, QObject, QTimer, Signal  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from engine_harness import EngineProcess  # noqa: E402
+from laya_desktop.admin_api import calls as admin_calls  # noqa: E402
 from laya_desktop.gui.engine_client import EngineClient  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 BLOCK = 50
 TICK_MS = 10
 CONFIG = {"server": {"host": "127.0.0.1"},
           "models": [{"name": "cloud", "backend": "openai", "base_url": "http://127.0.0.1:9/v1"}],
           "routes": [{"name": "default", "target": "cloud"}]}
+
+
+class Crossing(QObject):
+    to_gui = Signal(object)   # a function to run on the GUI thread, from the httpx worker
 
 
 def pct(values: list[float], q: float) -> float:
@@ -64,28 +69,46 @@ def run(calls: int) -> dict:
 def measure(app, url: str, calls: int) -> dict:
     qt = EngineClient(url)
     plain = httpx.Client(base_url=url, timeout=10.0, trust_env=False)
-    kinds = {"qtnetwork": lambda: qt.models(),
-             "httpx": lambda: plain.get("/admin/models").raise_for_status().json()["models"]}
-    latency: dict[str, list[float]] = {k: [] for k in kinds}
-    late: dict[str, list[float]] = {k: [] for k in kinds}
+    latency: dict[str, list[float]] = {"qtnetwork": [], "httpx": []}
+    late: dict[str, list[float]] = {k: [] for k in latency}
+    blocks = [("qtnetwork", "httpx")[b % 2] for b in range(calls // BLOCK)]
     current = {"kind": None}
     done = threading.Event()
+    crossing = Crossing()
 
-    def worker():
-        for kind in kinds.values():   # warm both connections
-            kind()
-        order = list(kinds)
-        for block in range(calls // BLOCK):
-            kind = order[block % 2]
-            current["kind"] = kind
-            for _ in range(BLOCK):
-                started = time.perf_counter()
-                rows = kinds[kind]()
-                latency[kind].append((time.perf_counter() - started) * 1000)
-                assert rows and rows[0]["name"] == "cloud"
-        current["kind"] = None
-        done.set()
+    def next_block() -> None:
+        if not blocks:
+            current["kind"] = None
+            done.set()
+            return
+        current["kind"] = kind = blocks.pop(0)
+        if kind == "httpx":
+            threading.Thread(target=httpx_block, daemon=True).start()
+        else:
+            qt_call(BLOCK)
 
+    def qt_call(left: int) -> None:
+        """On the GUI thread: the next call is sent from the last one's answer."""
+        started = time.perf_counter()
+
+        def answered(rows: list[dict]) -> None:
+            latency["qtnetwork"].append((time.perf_counter() - started) * 1000)
+            assert rows and rows[0]["name"] == "cloud"
+            if left > 1:
+                qt_call(left - 1)
+            else:
+                next_block()
+        qt.send(admin_calls.models(), returned=answered, errored=lambda exc: app.exit(1))
+
+    def httpx_block() -> None:
+        for _ in range(BLOCK):
+            started = time.perf_counter()
+            rows = plain.get("/admin/models").raise_for_status().json()["models"]
+            latency["httpx"].append((time.perf_counter() - started) * 1000)
+            assert rows and rows[0]["name"] == "cloud"
+        crossing.to_gui.emit(next_block)
+
+    crossing.to_gui.connect(lambda fn: fn())
     clock = QElapsedTimer()
     clock.start()
     last = {"at": clock.elapsed()}
@@ -102,13 +125,13 @@ def measure(app, url: str, calls: int) -> dict:
     timer.setInterval(TICK_MS)
     timer.timeout.connect(tick)
     timer.start()
-    thread = threading.Thread(target=worker, daemon=True)
-    thread.start()
+    plain.get("/admin/models").raise_for_status()     # warm both connections
+    qt.send(admin_calls.models(), returned=lambda _rows: next_block())
     app.exec()
-    thread.join(10)
     timer.stop()
     plain.close()
     qt.close()
+    kinds = latency
     return {k: {"calls": len(latency[k]), "latency_ms_p50": statistics.median(latency[k]),
                 "latency_ms_p99": pct(latency[k], 0.99), "gui_ticks": len(late[k]), "gui_late_ms_p99": pct(late[k], 0.99),
                 "gui_late_ms_max": max(late[k])} for k in kinds}
@@ -119,6 +142,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=600, help="calls per client (a multiple of 100)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    begun = begin()
     figures = run(args.calls * 2)
     base, new = figures["httpx"], figures["qtnetwork"]
     rows = [f"{'':28} {'httpx (baseline)':>17} {'QtNetwork':>10} {'ratio':>6}"]
@@ -132,7 +156,7 @@ def main() -> int:
               "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
               "baseline": base, "qtnetwork": new,
               "ratio_latency_p50": new["latency_ms_p50"] / base["latency_ms_p50"]}
-    publish("gui_engine_http", report, "\n".join(rows), args.json)
+    publish("gui_engine_http", report, "\n".join(rows), args.json, started=begun)
     return 0
 
 

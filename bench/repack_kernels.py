@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 PROMPT = [2, 818, 5279, 529, 7001, 563, 496, 3925]
 
@@ -80,6 +80,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    begun = begin()
     if args.one:
         threads, batch, kind, steps = args.one
         print(f"{step_ms(int(threads), int(batch), kind == 'repack', int(steps)):.3f}")
@@ -105,7 +106,7 @@ def main() -> int:
         plain = ", ".join(f"{r['plain_ms']:.1f}" for r in c["rounds"])
         repack = ", ".join(f"{r['repack_ms']:.1f}" for r in c["rounds"])
         lines.append(f"{c['threads']:>7} {c['batch']:>5} {plain:>16} {repack:>16} {c['ratio_median']:>17}")
-    publish("repack_kernels", report, "\n".join(lines), args.json)
+    publish("repack_kernels", report, "\n".join(lines), args.json, started=begun)
     return 0
 
 

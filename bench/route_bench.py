@@ -1,4 +1,5 @@
-"""Routing decision latency at several rule counts: a table on stdout, JSON in bench/results/.
+"""Routing decision latency at several rule counts: a table on stdout, JSON in
+bench/results/route_bench-SCANNER/.
 
     .venv/bin/python bench/route_bench.py [--rules 100 1000] [--requests 20000] [--scanner S]
 
@@ -8,16 +9,12 @@ and p99 <= 60 us at 100 rules, p50 <= 50 us at 1,000 rules.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
-import time
-from pathlib import Path
+
+from publish import begin, write
 
 from laya_desktop.routing.bench import bench_route, format_table
 from laya_desktop.routing.router import SCANNERS
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> int:
@@ -27,16 +24,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--scanner", choices=SCANNERS, default=None)
     args = parser.parse_args()
+    begun = begin()
     results = [bench_route(n, args.requests, args.seed, args.scanner) for n in args.rules]
     print(format_table(results))
-    out = RESULTS / f"route_bench-{results[0]['_scanner']}.json"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "python": sys.version.split()[0], "machine": platform.machine(),
-        "system": platform.system(),
-        "results": [{k.lstrip("_"): v for k, v in r.items()} for r in results],
-    }, indent=2) + "\n")
+    out = write(f"route_bench-{results[0]['_scanner']}",
+                {"results": [{k.lstrip("_"): v for k, v in r.items()} for r in results]}, begun)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

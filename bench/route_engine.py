@@ -37,7 +37,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from gateway_overhead import _engine_from  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 from awake import cpus_awake  # noqa: E402
 
 from laya_desktop.config.store import config_to_dict, default_config_text, parse_config_text  # noqa: E402
@@ -93,6 +93,7 @@ def main() -> int:
                         help="the shipped models.yaml's rules instead of --rules N")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     trees = {"this": Path(__file__).resolve().parents[1]}
     if args.baseline_tree is not None:
         trees["baseline"] = args.baseline_tree.resolve()
@@ -160,7 +161,7 @@ def main() -> int:
               f"  ratio engine / in-process at p50: {report['ratio_p50']}"]
     if "baseline" in trees:
         lines.append(f"  ratio engine / baseline engine at p50: {report['ratio_to_baseline_p50']}")
-    publish("route_engine", report, "\n".join(lines), args.json)
+    publish("route_engine", report, "\n".join(lines), args.json, started=begun)
     return 0
 
 

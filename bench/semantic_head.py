@@ -13,20 +13,20 @@ class-balanced weights, and with the rule's cosine threshold also required (what
 learned` does). The decision over a prompt's vectors (its whole text and its lead-in) is the
 router's: the most probable route on either, when it beats "none" there. Embeddings come from
 the product's encoder and are cached in --cache, so a second run costs seconds.
-Prints a table, writes bench/results/semantic_head.json.
+Prints a table, writes bench/results/semantic_head/.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from publish import begin, write_to  # noqa: E402
 from semantic_route import VARIANTS, examples_for, fit, head_data  # noqa: E402
 
 from laya_desktop.routing.request import extract  # noqa: E402
@@ -134,6 +134,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/semantic_head_vectors.npz"))
     parser.add_argument("--out", type=Path, default=HERE / "results" / "semantic_head.json")
     args = parser.parse_args()
+    begun = begin()
     rows = [json.loads(line) for line in (HERE / "data" / "semantic_prompts.jsonl").open(encoding="utf-8")]
     written = yaml.safe_load((HERE / "data" / "semantic_routes.yaml").read_text(encoding="utf-8"))
     sets = {"test": [r for r in rows if r["split"] == "test"]}
@@ -178,12 +179,11 @@ def main() -> int:
         print(f"{'scoring':<92}" + "".join(f"{n + ' top-1':>16}{'FPR':>7}" for n in sets))
         for name, row in part["table"].items():
             print(f"{name:<92}" + "".join(f"{a:>16.1%}{f:>7.1%}" for a, f in row.values()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "configs": {
+    out = write_to(args.out, {"configs": {
         label: {**part, "table": {k: {n: {"accuracy": a, "none_false_positive_rate": f} for n, (a, f) in v.items()}
                                   for k, v in part["table"].items()}} for label, part in report.items()}},
-        indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+        begun)
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

@@ -43,12 +43,12 @@ cache miss, one thread, with each encoder
 (numpy fp32, llama.cpp F16, llama.cpp Q8_0) in turn on the same prompt, so load changes hit all
 alike; before them the keyword-only decision (a keyword rule per route) on the same prompts.
 Goals: p50 <= 12 ms, p95 <= 20 ms (prompts up to 64 tokens), accuracy >= 92 %, FPR <= 5 %.
-Writes bench/results/semantic.json.
+Writes bench/results/semantic/.
 
 Before all that, and alone with --user-sets: the route sets a user writes
 (bench/semantic_user_sets.py: eight and twenty examples a route, every setting at its default,
 scored on Debian package descriptions and man page summaries labelled by others), per set top-1,
-"none" routed and the confusion matrix, into bench/results/semantic_user_sets-<stamp>.json; the
+"none" routed and the confusion matrix, into bench/results/semantic_user_sets/; the
 held-out family (man pages) only with --held-out.
 """
 from __future__ import annotations
@@ -69,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 import yaml
 
+from publish import begin, write_to
 import semantic_user_sets as user_sets
 from laya_desktop.config.validate import validate_config
 from laya_desktop.routing.minilm import MiniLM
@@ -343,8 +344,9 @@ def main() -> int:
                         help="score only the route sets a user writes (bench/semantic_user_sets.py)")
     parser.add_argument("--held-out", action="store_true", help="with them, the held-out family too")
     args = parser.parse_args()
+    begun = begin()
     # the user's route sets first: every setting at its default, on text labelled by others
-    user_sets.write(RESULTS / "semantic_user_sets.json", user_sets.evaluate(args.held_out))
+    user_sets.write(RESULTS / "semantic_user_sets.json", user_sets.evaluate(args.held_out), begun)
     if args.user_sets:
         return 0
     rows = [json.loads(line) for line in args.data.open(encoding="utf-8")]
@@ -384,9 +386,9 @@ def main() -> int:
         for name in (DEFAULT_CONFIG, timed):
             print(f"\n{name}:")
             print_blind_breakdown(variants[name], name)
-        if args.out != RESULTS / "semantic.json":   # the timed run's file stays whole
-            args.out.write_text(json.dumps({"accuracy_only": True, "blind_files": args.blind,
-                                            "variants": variants}, indent=2) + "\n")
+        if args.out.resolve() != RESULTS / "semantic.json":   # the timed run's file stays whole
+            write_to(args.out, {"accuracy_only": True, "blind_files": args.blind,
+                                "variants": variants}, begun)
         return 0
 
     with tempfile.TemporaryDirectory() as folder:
@@ -455,9 +457,7 @@ def main() -> int:
     print("cpu ratio: p50/p95 against numpy fp32 in the same run; goals: p50 <= 12 ms, p95 <= 20 ms, "
           "top-1 >= 92 %, FPR <= 5 %")
     print_blind_breakdown(variants[timed], timed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(f"wrote {write_to(args.out, report, begun)}", file=sys.stderr)
     return 0
 
 

@@ -8,13 +8,12 @@ prompts that went to their route; none routed: "none" prompts that some semantic
 (hard: those from sections near a route). The held-out family (`held_out: true`) is scored only
 with --held-out.
 
-    .venv/bin/python bench/semantic_user_sets.py [--held-out] [--out bench/results/...json]
+    .venv/bin/python bench/semantic_user_sets.py [--held-out] [--out bench/results/NAME.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from collections import Counter
@@ -24,6 +23,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from publish import Started, begin, write_to  # noqa: E402
 
 from laya_desktop.config.validate import validate_config  # noqa: E402
 from laya_desktop.routing.router import Router  # noqa: E402
@@ -39,7 +40,7 @@ def load_sets(held_out: bool) -> dict[str, dict]:
     return {n: s for n, s in sets.items() if held_out or not s.get("held_out")}
 
 
-PREVIOUS = {"threshold": 0.5}  # the defaults before issue 32, for comparison
+PREVIOUS = {"threshold": 0.5}  # the defaults before the calibrated threshold, for comparison
 
 
 def config(spec: dict, size: int, settings: dict | None = None) -> dict:
@@ -126,17 +127,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "semantic_user_sets.json")
     parser.add_argument("--quiet", action="store_true", help="no confusion matrices")
     args = parser.parse_args()
+    begun = begin()
     results = evaluate(args.held_out, not args.quiet)
-    write(args.out, results)
+    write(args.out, results, begun)
     return 0
 
 
-def write(path: Path, results: dict) -> Path:
-    """JSON stamped with the time, beside the given name: <stem>-<UTC stamp>.json."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = path.with_name(f"{path.stem}-{stamp}{path.suffix}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"stamp": stamp, "machine": platform.platform(), "sets": results}, indent=1))
+def write(path: Path, results: dict, started: Started | None = None) -> Path:
+    """bench/results/NAME.json goes to the results NAME's history (bench/publish.py)."""
+    out = write_to(path, {"sets": results}, started)
     print(f"wrote {out}", file=sys.stderr)
     return out
 

@@ -22,8 +22,9 @@ It samples the engine process (RSS, open fds, threads) and its runners every sec
 
     python bench/soak.py [--minutes 30] [--short] [--concurrency 8] [--json] [--out DIR]
 
-Writes soak.json (soak_short.json with --short) and soak.png (the Monitor panel's curves, rendered
-offscreen) plus soak_engine.png (the engine's RSS, fds and threads) under bench/results/ or --out.
+Writes the run's JSON, its PNG (the Monitor panel's curves, rendered offscreen) and its engine.png
+(the engine's RSS, fds and threads) into bench/results/soak/ (soak_short/ with --short), or
+soak.json, soak.png and soak_engine.png (soak_short.* with --short) into the folder --out names.
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from engine_harness import EngineProcess, free_port  # noqa: E402
 from gguf_factory import write_tiny_gguf  # noqa: E402
 from strict_upstream import StrictUpstream  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from publish import RESULTS, begin, write, write_to  # noqa: E402
 
 GIB = 1 << 30
 MB = 1_000_000
@@ -501,23 +505,33 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds (default 15; 5 with --short)")
     parser.add_argument("--hang-s", type=float, default=60.0,
                         help="an answer later than this is hung")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="a folder for the JSON and PNGs (default: the run's history in "
+                             "bench/results/soak/, or soak_short/)")
     parser.add_argument("--no-png", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    begun = begin()
     args.seconds = 50.0 if args.short else args.minutes * 60
     args.squeeze_every = args.squeeze_every or (16.0 if args.short else 180.0)
     args.squeeze_hold = args.squeeze_hold or (5.0 if args.short else 15.0)
     report = run(args)
     stem = "soak_short" if args.short else "soak"
-    args.out.mkdir(parents=True, exist_ok=True)
-    if not args.no_png:
-        report["pngs"] = write_pngs(report, args.out, stem)
-    text = table(report)
-    print(text, file=sys.stderr if args.json else sys.stdout)
-    # The telemetry and events are in the Monitor's PNG; the JSON keeps the engine's own figures.
-    kept = {k: v for k, v in report.items() if k not in ("telemetry", "events", "config")}
-    (args.out / f"{stem}.json").write_text(json.dumps(kept, indent=1) + "\n")
+    to_history = args.out is None or args.out.resolve() == RESULTS
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) if to_history else args.out
+        folder.mkdir(parents=True, exist_ok=True)
+        pngs = [] if args.no_png else write_pngs(report, folder, stem)
+        text = table(report)
+        print(text, file=sys.stderr if args.json else sys.stdout)
+        # The telemetry and events are in the Monitor's PNG; the JSON keeps the engine's own figures.
+        kept = {k: v for k, v in report.items() if k not in ("telemetry", "events", "config")}
+        if to_history:
+            suffixes = {f"{stem}.png": "png", f"{stem}_engine.png": "engine.png"}
+            write(stem, kept, begun, {suffixes[Path(png).name]: Path(png) for png in pngs})
+        else:
+            kept["pngs"] = pngs
+            write_to(folder / f"{stem}.json", kept, begun)
     if args.json:
         print(json.dumps({k: v for k, v in kept.items() if k != "figures"}))
     return 0 if report["passed"] else 1

@@ -38,7 +38,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import free_port  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "docs" / "demo-models.yaml"
@@ -178,6 +178,7 @@ def main() -> int:
                         help="another checkout to measure beside this one")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     gui = not args.no_gui and bool(shutil.which("Xvfb") and shutil.which("xdotool"))
     trees = {"this": ROOT}
     if args.baseline_tree is not None:
@@ -208,7 +209,7 @@ def main() -> int:
     if not gui:
         lines.append("  laya gui -> window: skipped (no Xvfb/xdotool, or --no-gui)")
     lines.append(f"  load average at the end: {', '.join(f'{x:.2f}' for x in report['load_average'])}")
-    publish("startup", report, "\n".join(lines), args.json)
+    publish("startup", report, "\n".join(lines), args.json, started=begun)
     return 0
 
 

@@ -1,5 +1,5 @@
 """What a rule's target strategy adds to a routing decision: a table on stdout, JSON in
-bench/results/strategy_overhead.json.
+bench/results/strategy_overhead/.
 
     .venv/bin/python bench/strategy_overhead.py [--targets 2 4] [--requests 20000]
 
@@ -12,20 +12,18 @@ the requests go. Goal: at most 5 us added at p50.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import random
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from publish import begin, write
 
 from laya_desktop.config.schema import STRATEGIES
 from laya_desktop.config.validate import validate_config
 from laya_desktop.routing.router import Router
 from laya_desktop.routing.target_book import TargetBook
 
-RESULTS = Path(__file__).resolve().parent / "results"
 GOAL_US = 5.0
 PATH = "/v1/chat/completions"
 
@@ -116,17 +114,14 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    begun = begin()
     rows = [row for n in args.targets for row in run(n, args.requests, args.seed)]
     print(format_table(rows))
     worst = max(r["added_p50_us"] for r in rows)
     print(f"largest p50 added by a strategy: {worst:.2f} us (goal <= {GOAL_US} us)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "strategy_overhead.json"
-    out.write_text(json.dumps({
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": sys.version.split()[0],
-        "machine": platform.machine(), "system": platform.system(),
+    out = write("strategy_overhead", {
         "requests": args.requests, "goal_added_p50_us": GOAL_US, "largest_added_p50_us": worst,
-        "results": rows}, indent=2) + "\n")
+        "results": rows}, begun)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 SETTINGS = {   # label: (threads, extra environment, the runner's thread governor on)
     "1 thread": (1, {}, False),
@@ -76,6 +76,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    begun = begin()
     report = {"sequences": args.sequences, "tokens": args.tokens, "rounds": args.rounds, "cases": {}}
     for case in ("quiet", "one core busy"):
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if case != "quiet" else None
@@ -100,7 +101,7 @@ def main() -> int:
         lines.append(f"{label:<44}{cells}")
     lines.append(f"{args.sequences} sequences x {args.tokens} tokens, median of {args.rounds} interleaved "
                  f"rounds; {os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.1f}")
-    publish("threads", report, "\n".join(lines), args.json)
+    publish("threads", report, "\n".join(lines), args.json, started=begun)
     return 0
 
 

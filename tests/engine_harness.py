@@ -46,7 +46,7 @@ class EngineProcess:
                         return self
                 except httpx.HTTPError:
                     pass
-                time.sleep(0.02)  # an engine is healthy in about 0.4 s
+                time.sleep(0.02)  # a short poll: an engine is healthy soon after it starts
         self.stop()
         raise RuntimeError(f"engine not healthy within {timeout} s:\n{self.log()}")
 

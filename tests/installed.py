@@ -1,5 +1,5 @@
 """Skip marks for optional packages, found without importing them: `pytest.importorskip("mlx_lm")`
-at a module's top cost every xdist worker 3 s of its collection (mlx_lm brings transformers)."""
+at a module's top cost every xdist worker seconds of its collection (mlx_lm brings transformers)."""
 from __future__ import annotations
 
 import importlib.util

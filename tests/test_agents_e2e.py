@@ -3,12 +3,13 @@
 A user who only points their agent at Laya gets an answer: each agent's real turn (its full
 instructions and tools, 10-20k tokens) is routed by the shipped rules to a built-in model whose
 context holds it, and the client exits 0 printing the reply. A turn takes minutes on two CPU
-cores; the figures go to bench/results/agent_turns.json.
+cores; the figures go to bench/results/agent_turns/ (bench/publish.py).
 """
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from engine_harness import running_engine
 pytestmark = pytest.mark.slow
 
 PROMPT = "In one sentence, what is the sea?"
-RESULTS = ROOT / "bench" / "results" / "agent_turns.json"
+LATEST = ROOT / "bench" / "results" / "agent_turns" / "latest.json"
 
 
 def shipped_config() -> dict:
@@ -42,13 +43,16 @@ def _requests(engine, path: str) -> list[dict]:
 
 
 def _report(name: str, seconds: float, turns: list[dict]) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    sys.path.append(str(ROOT / "bench"))
+    from publish import write
+
+    results = json.loads(LATEST.read_text()) if LATEST.exists() else {}
+    results.pop("run", None)   # the other agent's figures stay; the stamp is this run's
     results[name] = {"seconds": round(seconds, 1),
                      "turns": [{k: t.get(k) for k in ("rule", "model", "prompt_tokens",
                                                        "completion_tokens", "ttft_ms", "duration_ms")}
                                for t in turns]}
-    RESULTS.write_text(json.dumps(results, indent=2))
+    write("agent_turns", results)
 
 
 def _check_turns(turns: list[dict], api: str) -> None:

@@ -1,4 +1,4 @@
-"""Web pages against the engine in a real browser (issue 29): headless Chromium opens an attack page
+"""Web pages against the engine in a real browser: headless Chromium opens an attack page
 at http://evil.example:PORT that tries every request a page can send without asking (text/plain
 and form posts, no-cors fetches) and some it must ask for (a JSON PUT of the config), and
 navigates to the engine under a rebinding name. The engine's own state says nothing got through:

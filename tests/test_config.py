@@ -90,7 +90,7 @@ ERROR_CASES = [
     ({"server.host": ""}, "server.host", "expected a non-empty string, got ''"),
     ({"server.host": "0.0.0.0"}, "server.api_key", "required when server.host ('0.0.0.0') is not loopback"),
     ({"server.host": "192.168.1.5"}, "server.api_key", "not loopback"),
-    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins, allowed_hosts, allowed_key_envs, route_log_size)"),
+    ({"server.colour": "red"}, "server.colour", "unknown key 'colour' (valid: host, port, api_key, admin_api_key, max_body_mb, cors_origins, allowed_hosts, allowed_key_envs, route_log_size, models_dir)"),
     # models: types, ranges, choices
     ({"models[0].backend": "warp-drive"}, "models[0].backend",
      "unknown backend 'warp-drive' (valid: llama_cpp, mlx, openai, anthropic)"),
@@ -147,7 +147,8 @@ ERROR_CASES = [
     ({"routes[0].target": 7}, "routes[0].target", "expected a non-empty string, got 7"),
     ({"routes[0].enabled": "no"}, "routes[0].enabled", "expected true or false, got 'no'"),
     ({"routes[0].priority": 1}, "routes[0].priority",
-     "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy, sampling)"),
+     "unknown key 'priority' (valid: name, target, enabled, match, fallback, targets, strategy, sampling, "
+     "affinity, affinity_ttl_s)"),
     ({"routes[0].match": ["code"]}, "routes[0].match", "expected a mapping, got ['code']"),
     ({"routes[0].match.colour": "red"}, "routes[0].match.colour",
      "unknown condition 'colour' (valid: tags, keywords, min_prompt_chars, max_prompt_chars, model, path, semantic)"),
@@ -304,7 +305,8 @@ def test_config_to_dict_keeps_only_fields_of_each_backend():
     llama, mlx, openai = config_to_dict(config)["models"]
     assert llama["n_gpu_layers"] == 0 and "base_url" not in llama
     assert "n_gpu_layers" not in mlx and "kv_cache_type" not in mlx and mlx["path"] == "/models/llama-mlx"
-    assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model", "responses"}
+    assert set(openai) == {"name", "backend", "base_url", "api_key_env", "remote_model", "responses",
+                           "health"}
     assert llama["embedding"] is False and "embedding" not in mlx and "responses" not in llama
     assert llama["cpu_repack"] is True and "cpu_repack" not in mlx
     assert list(config_to_dict(config)) == ["server", "models", "routes", "scheduler", "memory"]

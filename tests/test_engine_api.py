@@ -13,7 +13,7 @@ import yaml
 from engine_harness import free_port, running_engine
 from strict_upstream import StrictUpstream
 
-# Long enough to hold a slot for seconds even on the tiny model (about 1,000 tokens/s).
+# Long enough to hold a slot for seconds even on the tiny model, the fastest there is.
 LONG = {"messages": [{"role": "user", "content": "go"}], "max_tokens": 30000}
 
 

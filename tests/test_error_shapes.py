@@ -1,4 +1,4 @@
-"""Every error in its API's shape with the right status, against a real engine (issue 29): type
+"""Every error in its API's shape with the right status, against a real engine: type
 confusions in the Responses and Messages parsers are 400s naming the field; a full queue is 429
 for count_tokens as for /v1/messages; a runner stopped or killed mid-answer is 503 with
 Retry-After and a short text without paths or logs; a GGUF whose header nests 20,000 deep fails

@@ -1,4 +1,4 @@
-"""Exposure (issue 12): loopback by default, keys on every endpoint but /healthz (an admin key of
+"""Exposure: loopback by default, keys on every endpoint but /healthz (an admin key of
 its own), CORS closed unless origins are listed, and keys never echoed in errors or logs."""
 from __future__ import annotations
 

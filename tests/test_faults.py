@@ -303,7 +303,7 @@ def test_models_yaml_survives_kills_inside_the_atomic_save(tiny_gguf, tmp_path):
         saver = subprocess.Popen([sys.executable, "-c", SAVER, str(path), *variants],
                                  stdout=subprocess.PIPE, text=True)
         assert saver.stdout.readline() == "go\n"
-        time.sleep(rng.uniform(0.0, 1.0))  # a save of this file takes ~0.3 s here
+        time.sleep(rng.uniform(0.0, 1.0))  # kills land before, during and after a save of this file
         saver.kill()
         saver.wait()
         config = load_config(path)

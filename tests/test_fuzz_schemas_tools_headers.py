@@ -1,5 +1,5 @@
 """Fuzzing what test_hostile_input.py leaves out: JSON Schemas through all five grammar paths,
-tool lists and tool choices of each API, and request headers (issue 29).
+tool lists and tool choices of each API, and request headers.
 
 One engine on the tiny GGUF serves the module. Every answer must be a 200 or a 4xx in the API's
 own error shape; the runner that serves the grammars must never crash (its pid is the same at the

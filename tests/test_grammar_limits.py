@@ -1,4 +1,4 @@
-"""Grammars that cannot hurt the runner (issue 29): JSON schemas past schema_limits are refused
+"""Grammars that cannot hurt the runner: JSON schemas past schema_limits are refused
 by name before any grammar code sees them, on all five grammar paths, and the runner they were
 meant for keeps its pid and its other streams; allowed schemas are built on the runner's grammar
 worker, cached by schema, and do not hold up another request's first token.

@@ -1,5 +1,5 @@
 """Hostile requests against a real engine process: every answer is a 200 or a 4xx in the API's
-own error shape, never a 5xx, a hang or a dead engine (issue 12).
+own error shape, never a 5xx, a hang or a dead engine.
 
 One engine on the tiny GGUF serves the whole module. Hypothesis mutates a valid body of each
 endpoint (wrong types, missing fields, absurd numbers, unknown models, path tricks in names) and
@@ -185,7 +185,7 @@ def test_raw_bodies_and_content_types(client, path):
     for i, raw in enumerate(RAW_BODIES):
         content_type = CONTENT_TYPES[i % len(CONTENT_TYPES)]
         r = send(client, method, path, content=raw, headers={"content-type": content_type})
-        if not json_type(content_type):   # issue 29: a JSON endpoint takes JSON only
+        if not json_type(content_type):   # a JSON endpoint takes JSON only
             assert r.status_code == 415, (content_type, r.status_code, r.text[:300])
             continue
         lenient = raw is UTF16 or path == "/admin/route/explain"  # explains any object
@@ -202,7 +202,7 @@ def test_deep_nesting_is_a_400_in_each_shape(client):
 
 
 def test_connection_survives_a_refused_body(engine):
-    """Issue 12: a 200 KB invalid body sent on the connection that carried a refused one got a
+    """A 200 KB invalid body sent on the connection that carried a refused one got a
     reset instead of a status. The same keep-alive connection now answers both, every time."""
     with httpx.Client(base_url=engine.url, timeout=TIMEOUT) as c:
         for _ in range(10):
@@ -288,7 +288,7 @@ def test_admin_config_put_mutations(client):
         body = json.loads(json.dumps(original))
         body[section] = {**body[section], key: value}
         r = send(client, "PUT", "/admin/config", content=_dumps(body))
-        # a change to the server section needs the app token or the admin key (issue 29)
+        # a change to the server section needs the app token or the admin key
         assert r.status_code in ((200, 400, 403) if section == "server" else (200, 400)), r.text
         if r.status_code == 200:
             assert send(client, "PUT", "/admin/config", content=_dumps(original)).status_code == 200
@@ -330,7 +330,7 @@ def test_engine_still_serves_and_count(engine, client):
 
 def test_an_unexpected_error_closes_the_connection_in_the_apis_shape():
     """Whatever 500 is left: uvicorn drops the connection after it, so the answer must say
-    `Connection: close` or a keep-alive client's next request meets a reset (issue 12)."""
+    `Connection: close` or a keep-alive client's next request meets a reset."""
     import asyncio
 
     from starlette.requests import Request

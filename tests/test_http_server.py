@@ -140,7 +140,7 @@ def test_the_idle_server_ticks_once_a_second_and_stops_at_once():
     assert stopped[0] < 0.5 * TICK_S   # woken by should_exit, not by the next tick
 
 
-# --- bounds (issue 29): the paths that swap the connection's protocol, on both loops ----------
+# --- bounds: the paths that swap the connection's protocol, on both loops ----------
 
 @contextlib.contextmanager
 def bounded_server(loop: str, bounds):

@@ -1,4 +1,4 @@
-"""The background "none" corpus and what it calibrates (issue 32): the shipped data, the
+"""The background "none" corpus and what it calibrates: the shipped data, the
 auto threshold, the false-positive target of the suggestions (pure tables), and the head."""
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_auto_threshold_lets_one_percent_of_the_background_through():
 
 
 def test_a_rule_without_threshold_gets_the_calibrated_one_and_takes_a_short_on_topic_request():
-    """Issue 32: eight short examples leave on-topic requests at a cosine of 0.3-0.4, which the
+    """Eight short examples leave on-topic requests at a cosine of 0.3-0.4, which the
     old default of 0.5 turned away."""
     from laya_desktop.config.validate import validate_config
     from laya_desktop.routing.router import Router

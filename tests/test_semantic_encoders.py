@@ -98,7 +98,7 @@ def test_q8_0_gguf_stays_close(numpy_encoder, tmp_path):
 
 
 def test_onnxruntime_fp32_matches_numpy(numpy_encoder, tmp_path):
-    from laya_desktop.routing.minilm_onnx_graph import write_onnx  # onnx: 1 s to import
+    from laya_desktop.routing.minilm_onnx_graph import write_onnx  # onnx is slow to import
     files = model_files()
     encoder = MiniLMOnnx(write_onnx(files.weights, tmp_path / "minilm-fp32.onnx", "fp32"), files.tokenizer)
     try:
@@ -118,8 +118,8 @@ def test_onnxruntime_int8_stays_close(numpy_encoder, onnx_encoder):
     cosines = [float(numpy_encoder.encode(t) @ onnx_encoder.encode(t)) for t in VARIED]
     print(f"int8 against numpy fp32 on {len(VARIED)} texts: cosine min {min(cosines):.4f} "
           f"mean {np.mean(cosines):.4f}")
-    # measured 0.963 / 0.990, the shortest texts ("ok", emoji) the farthest; routing's top-1 on
-    # the labelled set stays that of fp32 (bench/semantic_route.py)
+    # the shortest texts ("ok", emoji) are the farthest (printed above); routing's top-1 on the
+    # labelled set stays that of fp32 (bench/results/semantic/latest.json, `by_encoder`)
     assert min(cosines) > 0.95 and np.mean(cosines) > 0.985
     assert float(np.linalg.norm(onnx_encoder.encode("hi"))) == pytest.approx(1.0, abs=1e-5)
     pair = [onnx_encoder.encode(t) for t in ("a man is eating food.", "a man is eating a piece of bread.")]

@@ -64,7 +64,7 @@ def test_semantic_config_parses_with_defaults():
     config, errors = validate_config(raw)
     assert errors == []
     semantic = config.routes[1].match.semantic
-    # threshold None: calibrated on the background corpus when the rule is built (issue 32)
+    # threshold None: calibrated on the background corpus when the rule is built
     assert (semantic.examples, semantic.negatives, semantic.threshold) == (["just one example"], [], None)
     assert (semantic.scoring, semantic.min_probability) == ("learned", 0.5)
     assert not config.routes[1].match.is_empty()
@@ -388,7 +388,7 @@ def test_a_label_before_a_question_is_no_lead_in(text, head):
 
 
 def test_python_question_label_does_not_pull_a_calendar_question_to_a_numeric_rule():
-    """Issue 32: "Python question: <anything>" went to a rule with an example mentioning python,
+    """A "Python question: <anything>" prompt went to a rule with an example mentioning python,
     because the two words before the colon were scored alone (0.558 against "what's the square
     root of 2 in python"); without them the prompt goes to the catch-all."""
     from laya_desktop.routing.semantic import semantic_text

@@ -1,4 +1,4 @@
-"""Socket-level bounds (issue 29) against a real engine process on loopback, with raw sockets:
+"""Socket-level bounds against a real engine process on loopback, with raw sockets:
 connections that keep the engine waiting are closed (408 where a request is under way), a head
 over the limit gets 431 without the engine reading it, past the connection cap a client gets 503
 (or the longest idle connection makes room), and telemetry samples on when descriptors run out.

@@ -1,5 +1,5 @@
 """What the engine loads before /healthz can answer: the libraries its first answer does not need
-stay out of `laya serve`'s start-up until something uses them (README, "Start-up")."""
+stay out of `laya serve`'s start-up until something uses them (docs/performance.md, "Start-up")."""
 from __future__ import annotations
 
 import json

@@ -338,7 +338,7 @@ def test_model_states_are_the_engines():
 
 def test_gpu_look_without_a_free_descriptor_is_tried_again(monkeypatch):
     """No descriptor free to import NVML's module is no answer about the GPU: look again later,
-    instead of reporting 'no GPU' for the engine's whole life (issue 29)."""
+    instead of reporting 'no GPU' for the engine's whole life."""
     import builtins
     import errno
 

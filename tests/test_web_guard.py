@@ -1,4 +1,4 @@
-"""Who may call (issue 29): a Host that names this machine (421 otherwise, DNS rebinding), no web
+"""Who may call: a Host that names this machine (421 otherwise, DNS rebinding), no web
 page but loopback's and server.cors_origins' (403), JSON bodies only (415), config changes to the
 server or to where remotes send keys only with the admin key or the app token (403), and
 api_key_env only naming provider key variables."""
@@ -341,7 +341,7 @@ def test_json_and_untyped_bodies_are_served(eng):
 
 
 def test_dns_rebinding_cannot_read_or_change_the_config(eng, runtime):
-    """The attack of issue 29: GET the config, PUT it back with a remote that sends a key of the
+    """The DNS-rebinding attack: GET the config, PUT it back with a remote that sends a key of the
     user's to the attacker, and listen on every address with the attacker's key."""
     rebound = {"Host": f"rebind.attacker.example:{eng.port}", "Origin":
                f"http://rebind.attacker.example:{eng.port}"}
@@ -378,8 +378,12 @@ def test_no_get_route_changes_anything():
     assert gets <= {"/healthz", "/v1/models", "/v1/models/{name:path}", "/v1/responses/{response_id}",
                     "/admin/config", "/admin/models", "/admin/events", "/admin/requests",
                     "/admin/telemetry", "/metrics", "/admin/stats",
+                    # download progress (engine/pull_admin.py): reads the jobs, starts nothing
+                    "/admin/models/pulls",
                     # the same reads without /v1, as llama-server answers them
                     "/models", "/models/{name:path}", "/responses/{response_id}",
+                    # llama-server's health check: says the engine is up, as /healthz
+                    "/health",
                     # the Ollama adapter's reads (engine/apis/ollama_models.py)
                     "/api/tags", "/api/ps", "/api/version"}, gets
 

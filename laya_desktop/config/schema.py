@@ -1,8 +1,9 @@
 """The models.yaml schema as plain dataclasses.
 
 Field names are the ones docs/ARCHITECTURE.md fixes. Validation and loading live in
-`validate.py`; these classes only hold already-validated values. `metadata["doc"]` describes each field for the
-README's reference and the GUI's tooltips.
+`validate.py`; these classes only hold already-validated values. `metadata["doc"]` describes
+each field for docs/configuration.md (tests/test_docs_configuration.py holds the page to every
+field) and the GUI's tooltips.
 """
 from __future__ import annotations
 
@@ -41,17 +42,40 @@ class ServerConfig:
                                        "and LAYA_*.", default_factory=list)
     route_log_size: int = _doc("Recent requests whose routing inputs (user text, tags, model, "
                                "path) are kept for the what-if replay; 0 keeps none.", default=1000)
+    models_dir: str | None = _doc("Folder that `laya pull` and the model browser download into "
+                                  "('~' allowed); null: the user's data folder "
+                                  "(docs/models-download.md).", default=None)
 
 
 @dataclass
 class PromptCacheConfig:
-    """Budgets of a model's prompt cache (runners/prompt_cache.py). 1 GiB of RAM holds an agent
-    session's prompt state or two for a small model (about 270 MiB for 12k tokens of SmolLM2
-    135M at f16, 700 MiB for a 7B); 4 GiB of disk keeps a working day's sessions of it."""
+    """Budgets of a model's prompt cache (runners/prompt_cache.py). The defaults hold an agent
+    session's prompt state or two for a small model in RAM (a state is the prompt's KV cache:
+    `laya models inspect` gives its bytes per token), and a working day's sessions on disk."""
     ram_mb: int = _doc("MiB of the runner's RAM for saved prompt states; 0 keeps none in RAM.",
                        default=1024)
     disk_mb: int = _doc("MiB of disk (the user's cache folder) for saved prompt states, which "
                         "outlive an unload and an engine restart; 0 writes none.", default=4096)
+
+
+HEALTH_PROBES = ("none", "auto")   # or a path on the upstream, such as /health
+
+
+@dataclass
+class HealthConfig:
+    """How a remote model is judged up or down (engine/replica_health.py). Passive: a run of
+    failed requests ejects it for a backoff that doubles each time, then one request tries it
+    again. Active (probe): a GET at an interval, which also brings an ejected one back early."""
+    probe: str = _doc("none: requests alone judge it; auto: GET the API's models list "
+                      "(/v1/models, which llama-server, vLLM, Ollama, LM Studio, OpenAI and "
+                      "Anthropic all answer); or a path on the upstream's origin such as /health "
+                      "(llama-server's).", default="none")
+    interval_s: float = _doc("Seconds between probes (probe not none).", default=10)
+    eject_after: int = _doc("Failures in a row (unreachable, 5xx, a probe's timeout) that eject it.",
+                            default=3)
+    backoff_s: float = _doc("Seconds the first ejection lasts; each one after doubles it.",
+                            default=5)
+    backoff_max_s: float = _doc("The longest an ejection lasts.", default=300)
 
 
 @dataclass
@@ -90,6 +114,12 @@ class ModelConfig:
                           "request's own value wins.", default_factory=dict)
     responses: bool = _doc("The OpenAI-compatible upstream also has the Responses API: Responses "
                            "requests pass through natively.", default=False)
+    slots: int | None = _doc("Requests the upstream serves at once (llama-server's --parallel); "
+                             "more wait in its queue. null: learned from when its latency rises "
+                             "(strategy min_latency, session affinity's limit).", default=None)
+    health: HealthConfig = _doc("When the upstream counts as down and skipped: {probe, interval_s, "
+                                "eject_after, backoff_s, backoff_max_s}.",
+                                default_factory=HealthConfig)
     prompt_cache: PromptCacheConfig = _doc(
         "Prompt KV states kept beyond the slots, so that a long prompt read once (an agent's tools "
         "and instructions) is restored instead of read again, after an unload or an engine "
@@ -158,6 +188,7 @@ class RouteMatch:
                     or self.min_prompt_chars is not None or self.max_prompt_chars is not None)
 
 
+AFFINITY_TTL_S = 1800
 STRATEGIES = ("first_available", "warm", "least_loaded", "min_latency", "weighted", "spillover")
 
 
@@ -189,6 +220,15 @@ class RouteConfig:
     sampling: dict = _doc("Sampling defaults for the requests this rule sends to a local model, over "
                           "that model's own `sampling`; a request's own value wins.",
                           default_factory=dict)
+    affinity: bool | None = _doc("Requests of one conversation go to the target that served it "
+                                 "while it is up and under its limit (null: on when the rule has "
+                                 "several targets).", default=None)
+    affinity_ttl_s: int = _doc("Seconds a conversation stays with its target after its last "
+                               "request.", default=AFFINITY_TTL_S)
+
+    @property
+    def affinity_on(self) -> bool:
+        return self.affinity is not False and len(self.pool()) > 1
 
     def pool(self) -> list[RouteTarget]:
         """Every target of the rule in list order: `target` first unless `targets` names it."""

@@ -13,7 +13,8 @@ import yaml
 
 from laya_desktop.config import yaml12
 from laya_desktop.config.schema import (
-    Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, SemanticMatch, ServerConfig,
+    AFFINITY_TTL_S, Config, MemoryConfig, ModelConfig, RouteConfig, SchedulerConfig, SemanticMatch,
+    ServerConfig,
 )
 from laya_desktop.config.validate import ConfigError, model_keys_for, validate_config
 
@@ -129,6 +130,10 @@ def _route_to_dict(route: RouteConfig) -> dict[str, Any]:
         out["strategy"] = route.strategy
     if route.sampling:
         out["sampling"] = dict(route.sampling)
+    if route.affinity is not None:
+        out["affinity"] = route.affinity
+    if route.affinity_ttl_s != AFFINITY_TTL_S:
+        out["affinity_ttl_s"] = route.affinity_ttl_s
     return out
 
 

@@ -6,6 +6,7 @@ user fixing a file by hand should see the whole list at once (llama-swap does th
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -13,7 +14,7 @@ from typing import Any, Callable
 from laya_desktop.config.app_token import ENV as APP_TOKEN_ENV
 from laya_desktop.config.sampling import KNOBS
 from laya_desktop.config.schema import (
-    BACKENDS, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, MemoryConfig, ModelConfig, PromptCacheConfig,
+    BACKENDS, HEALTH_PROBES, KV_CACHE_TYPES, LOCAL_BACKENDS, Config, HealthConfig, MemoryConfig, ModelConfig, PromptCacheConfig,
     RouteConfig, SEMANTIC_SCORINGS, STRATEGIES, RouteMatch, SemanticMatch, RouteTarget, SchedulerConfig,
     ServerConfig,
 )
@@ -22,7 +23,8 @@ TOP_LEVEL_KEYS = ("server", "models", "routes", "scheduler", "memory")
 MATCH_LIST_KEYS = ("tags", "keywords", "model", "path")
 MATCH_KEYS = ("tags", "keywords", "min_prompt_chars", "max_prompt_chars", "model", "path", "semantic")
 SEMANTIC_KEYS = ("examples", "negatives", "threshold", "top_k", "margin", "scoring", "min_probability")
-ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy", "sampling")
+ROUTE_KEYS = ("name", "target", "enabled", "match", "fallback", "targets", "strategy", "sampling",
+              "affinity", "affinity_ttl_s")
 TARGET_KEYS = ("model", "weight", "max_active")
 
 
@@ -107,6 +109,15 @@ def _host_names(values: list[str]) -> str | None:
     return None
 
 
+def _models_dir(value: str) -> str | None:
+    path = os.path.expanduser(value)
+    if not os.path.isabs(path):
+        return f"expected an absolute folder path (or one starting with ~), got {_show(value)}"
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"{_show(value)} exists and is not a folder"
+    return None
+
+
 def _env_names(values: list[str]) -> str | None:
     for value in values:
         if not _ENV_NAME.fullmatch(value):
@@ -142,6 +153,7 @@ SERVER_FIELDS = {
     "allowed_hosts": _Field("str_list", check=_host_names),
     "allowed_key_envs": _Field("str_list", check=_env_names),
     "route_log_size": _Field("int", check=_between(0, 100_000)),
+    "models_dir": _Field("str", nullable=True, check=_models_dir),
 }
 SCHEDULER_FIELDS = {
     "max_queue": _Field("int", check=_at_least(1)),
@@ -181,10 +193,27 @@ MODEL_FIELDS: dict[str, tuple[_Field, tuple[str, ...]]] = {
     "embedding": (_Field("bool"), _LLAMA),
     "sampling": (_Field("mapping"), LOCAL_BACKENDS),
     "prompt_cache": (_Field("mapping"), LOCAL_BACKENDS),
+    "slots": (_Field("int", nullable=True, check=_at_least(1)), _REMOTE),
+    "health": (_Field("mapping"), _REMOTE),
 }
 PROMPT_CACHE_FIELDS = {
     "ram_mb": _Field("int", check=_between(0, 1 << 20)),
     "disk_mb": _Field("int", check=_between(0, 1 << 24)),
+}
+
+
+def _probe(value: str) -> str | None:
+    if value in HEALTH_PROBES or value.startswith("/"):
+        return None
+    return f"unknown probe {value!r} (valid: none, auto, or a path such as /health)"
+
+
+HEALTH_FIELDS = {
+    "probe": _Field("str", check=_probe),
+    "interval_s": _Field("number", check=_above_zero_up_to(86400)),
+    "eject_after": _Field("int", check=_between(1, 1000)),
+    "backoff_s": _Field("number", check=_above_zero_up_to(86400)),
+    "backoff_max_s": _Field("number", check=_above_zero_up_to(86400)),
 }
 MODEL_REQUIRED = {"name": BACKENDS, "backend": BACKENDS, "path": LOCAL_BACKENDS, "base_url": _REMOTE}
 
@@ -262,6 +291,8 @@ def _model(report: _Report, raw: Any, path: str) -> dict:
             elif key == "prompt_cache":
                 value = PromptCacheConfig(**_section(report, value, f"{path}.{key}",
                                                      PROMPT_CACHE_FIELDS))
+            elif key == "health":
+                value = _health(report, value, f"{path}.{key}")
             values[key] = value
     for key, applies in MODEL_REQUIRED.items():
         if key in raw:
@@ -274,6 +305,14 @@ def _model(report: _Report, raw: Any, path: str) -> dict:
         report.add(f"{path}.path", f"expected a .gguf file or builtin:NAME, got {_show(values['path'])}")
         del values["path"]
     return values
+
+
+def _health(report: _Report, raw: dict, path: str) -> HealthConfig:
+    health = HealthConfig(**_section(report, raw, path, HEALTH_FIELDS))
+    if health.backoff_max_s < health.backoff_s:
+        report.add(f"{path}.backoff_max_s", f"less than backoff_s ({_show(health.backoff_max_s)} < "
+                                            f"{_show(health.backoff_s)})")
+    return health
 
 
 def _sampling(report: _Report, raw: dict, path: str, backend: str | None) -> dict:
@@ -400,13 +439,32 @@ def _route(report: _Report, raw: Any, path: str) -> dict:
         elif key == "sampling":
             if report.value_ok(sub, value, _Field("mapping")):
                 values[key] = _sampling(report, value, sub, None)
+        elif key == "affinity":
+            if report.value_ok(sub, value, _Field("bool", nullable=True)):
+                values[key] = value
+        elif key == "affinity_ttl_s":
+            if report.value_ok(sub, value, _Field("int", check=_between(1, 7 * 86400))):
+                values[key] = value
         elif report.value_ok(sub, value, _Field("bool" if key == "enabled" else "str")):
             values[key] = value
     if "name" not in raw:
         report.add(f"{path}.name", "required")
     if "target" not in raw and "targets" not in raw:
         report.add(f"{path}.target", "required (or 'targets', a list of models)")
+    _check_affinity(report, path, raw)
     return values
+
+
+def _check_affinity(report: _Report, path: str, raw: dict) -> None:
+    """Affinity chooses among a rule's targets: on a rule with one it would do nothing."""
+    if raw.get("affinity") is not True and "affinity_ttl_s" not in raw:
+        return
+    targets = raw.get("targets") if isinstance(raw.get("targets"), list) else []
+    names = {t if isinstance(t, str) else t.get("model") if isinstance(t, dict) else None
+             for t in targets} | {raw.get("target")}
+    if len(names - {None}) < 2:
+        key = "affinity" if raw.get("affinity") is True else "affinity_ttl_s"
+        report.add(f"{path}.{key}", f"'{key}' applies to a rule with several targets only")
 
 
 def _targets(report: _Report, path: str, raw: Any, strategy: Any) -> list[dict] | None:

@@ -11,6 +11,7 @@ from laya_desktop.engine.core import ConfigConflict, ConfigNeedsPrivilege, Confi
 from laya_desktop.engine.errors import ApiError
 from laya_desktop.engine.model_manager import LoadRefused
 from laya_desktop.engine.privilege import is_privileged
+from laya_desktop.engine.prompt_cache_admin import cache_summary
 from laya_desktop.engine.serving import read_json
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.routing.request import extract
@@ -121,12 +122,17 @@ def model_summary(served) -> dict:
 async def list_models(request: Request) -> Response:
     engine = _engine(request)
     models = [model_summary(m) for m in engine.models.models.values()]
+    health = getattr(engine, "health", None)
+    if health is not None:   # a remote model's up / ejected / unknown (engine/replica_health.py)
+        for entry, served in zip(models, engine.models.models.values()):
+            if not served.is_local:
+                entry.update(health.summary(served.name))
     telemetry = getattr(engine, "telemetry", None)
-    if telemetry is not None:
-        for entry in models:
-            sampled = telemetry.latest_models.get(entry["name"])
-            if sampled is not None:
-                entry.update(sampled.memory_json())
+    for entry, served in zip(models, engine.models.models.values()):
+        sampled = telemetry.latest_models.get(entry["name"]) if telemetry is not None else None
+        if sampled is not None:
+            entry.update(sampled.memory_json())
+        entry["prompt_cache"] = cache_summary(served, sampled)
     return JSONResponse({"models": models})
 
 

@@ -17,9 +17,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from laya_desktop.config import app_token
-from laya_desktop.engine import admin_api, route_admin, semantic_admin, serving, telemetry_api
+from laya_desktop.engine import (admin_api, prompt_cache_admin, pull_admin, route_admin,
+                                 semantic_admin, serving, telemetry_api)
 from laya_desktop.engine.apis.chat import CHAT, COMPLETIONS
 from laya_desktop.engine.apis.embeddings import EMBEDDINGS
+from laya_desktop.engine.apis.llama_native import BOTH_COMPLETIONS, NATIVE_COMPLETION
 from laya_desktop.engine.apis.messages import MESSAGES
 from laya_desktop.engine.apis.responses import RESPONSES, delete_response, retrieve_response
 from laya_desktop.engine.core import Engine
@@ -29,7 +31,7 @@ from laya_desktop.engine.web_guard import WebGuard
 
 log = logging.getLogger("laya.engine")
 
-OPEN_PATHS = {"/healthz"}
+OPEN_PATHS = {"/healthz", "/health"}   # /health: llama-server's name for it
 
 
 def _is_admin(path: str) -> bool:
@@ -83,7 +85,7 @@ class ApiKeyMiddleware:
         which = "admin API key" if _is_admin(scope["path"]) and \
             self.engine.config.server.admin_api_key else "API key"
         error = ApiError(401, f"missing or wrong {which}: send 'Authorization: Bearer <key>' or "
-                         "'x-api-key: <key>'", "invalid_request_error", "invalid_api_key")
+                         "'x-api-key: <key>'", "authentication_error", "invalid_api_key")
         response = error_for_path(scope["path"], error, {"WWW-Authenticate": "Bearer"})
         await response(scope, receive, send)
 
@@ -109,7 +111,7 @@ async def _unexpected(request: Request, exc: Exception):
     error = ApiError(500, f"internal error: {type(exc).__name__}", "server_error", "internal_error")
     # Starlette re-raises after this answer and uvicorn then drops the connection; without
     # `Connection: close` a keep-alive client sends its next request into the closed socket and
-    # gets a reset instead of a status (issue 12).
+    # gets a reset instead of a status.
     return error_for_path(request.url.path, error, {"Connection": "close"})
 
 
@@ -131,6 +133,7 @@ def create_app(engine: Engine, port: int | None = None) -> Starlette:
 
     routes = [
         Route("/healthz", admin_api.healthz, methods=["GET"]),
+        Route("/health", admin_api.healthz, methods=["GET"]),
         Route("/v1/chat/completions", serving.endpoint(CHAT), methods=["POST"]),
         Route("/v1/completions", serving.endpoint(COMPLETIONS), methods=["POST"]),
         Route("/v1/embeddings", serving.endpoint(EMBEDDINGS), methods=["POST"]),
@@ -139,7 +142,9 @@ def create_app(engine: Engine, port: int | None = None) -> Starlette:
         # the same routes without /v1, as llama-server, vLLM and Ollama answer them (an OpenAI
         # SDK whose base_url lacks /v1 calls these)
         Route("/chat/completions", serving.endpoint(CHAT), methods=["POST"]),
-        Route("/completions", serving.endpoint(COMPLETIONS), methods=["POST"]),
+        # llama-server's own format, which its clients read there (apis/llama_native.py)
+        Route("/completions", serving.endpoint(BOTH_COMPLETIONS), methods=["POST"]),
+        Route("/completion", serving.endpoint(NATIVE_COMPLETION), methods=["POST"]),
         Route("/embeddings", serving.endpoint(EMBEDDINGS), methods=["POST"]),
         Route("/models", serving.list_models, methods=["GET"]),
         Route("/models/{name:path}", serving.get_model, methods=["GET"]),
@@ -147,8 +152,10 @@ def create_app(engine: Engine, port: int | None = None) -> Starlette:
         Route("/admin/config", admin_api.put_config, methods=["PUT"]),
         Route("/admin/route/explain", admin_api.explain_route, methods=["POST"]),
         Route("/admin/models", admin_api.list_models, methods=["GET"]),
-        Route("/admin/models/{name}/load", admin_api.load_model, methods=["POST"]),
-        Route("/admin/models/{name}/unload", admin_api.unload_model, methods=["POST"]),
+        Route("/admin/models/{name:path}/load", admin_api.load_model, methods=["POST"]),
+        Route("/admin/models/{name:path}/unload", admin_api.unload_model, methods=["POST"]),
+        Route("/admin/models/{name:path}/prompt-cache", prompt_cache_admin.clear_prompt_cache,
+              methods=["DELETE"]),
         Route("/admin/events", admin_api.events, methods=["GET"]),
         Route("/admin/requests", admin_api.requests_log, methods=["GET"]),
     ]
@@ -166,6 +173,7 @@ def create_app(engine: Engine, port: int | None = None) -> Starlette:
     routes += telemetry_api.routes()
     routes += route_admin.routes()
     routes += semantic_admin.routes()
+    routes += pull_admin.routes()
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         ClientDisconnect: _client_left, Exception: _unexpected})

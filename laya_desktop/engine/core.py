@@ -18,11 +18,13 @@ from laya_desktop.engine.config_watch import EditSettler, file_stamp
 from laya_desktop.engine.model_manager import ModelManager
 from laya_desktop.engine.privilege import privileged_changes
 from laya_desktop.engine.remote import make_client
+from laya_desktop.engine.replica_health import ReplicaHealth
 from laya_desktop.engine.response_store import ResponseStore
 from laya_desktop.engine.runner_effects import RunnerEffects
 from laya_desktop.engine.telemetry_service import TelemetryService
 from laya_desktop.routing.route_log import RouteInputLog
 from laya_desktop.routing.router import Router
+from laya_desktop.routing.session_affinity import AffinityTable
 from laya_desktop.routing.target_book import TargetBook
 from laya_desktop.telemetry.events import EventKind, EventLog, RequestLog
 
@@ -66,7 +68,12 @@ class Engine:
         # the scheduler admits a load against a fresh sample, taken when it asks for one
         self.models = ModelManager(config, RunnerEffects(self.events,
                                                          sample=lambda: self.telemetry.sample_once()))
-        self.targets = TargetBook(is_loaded=self._is_loaded)   # what rule strategies choose by
+        # remote models' up/ejected state, fed by requests and probes (engine/replica_health.py)
+        self.health = ReplicaHealth(self._health_settings, on_change=self._health_changed)
+        self.targets = TargetBook(is_loaded=self._is_loaded, capacity_of=self._capacity_of,
+                                  usable=self.health.usable)   # what rule strategies choose by
+        self.affinity = AffinityTable()   # conversation -> the target that served it
+        self._prober = None   # active health checks, started with the engine
         self.route_inputs = RouteInputLog(config.server.route_log_size)  # for the what-if replay
         self.remote = make_client()
         self.started_at = time.time()
@@ -83,6 +90,9 @@ class Engine:
             self._tasks.append(asyncio.ensure_future(self._watch_config_file()))
         from laya_desktop.engine.background import start_background
         self._tasks += start_background(self.telemetry, self.models.scheduler)
+        from laya_desktop.engine.replica_probe import Prober
+        self._prober = Prober(self.health, lambda: self.config.models)
+        self._tasks.append(asyncio.ensure_future(self._prober.run()))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -125,12 +135,38 @@ class Engine:
         self.config = config
         self.config_etag = config_etag(config)
         self.route_inputs.resize(config.server.route_log_size)
+        self.health.forget_except({m.name for m in config.models if not m.is_local})
+        if self._prober is not None:
+            self._prober.wake()
         to_warm = await self.models.apply_config(config)
-        self.events.record(EventKind.CONFIG_APPLIED, reason=f"from {source}")
+        # the revision lets a client that made this change (its PUT answered it) skip a re-read
+        self.events.record(EventKind.CONFIG_APPLIED, reason=f"from {source}",
+                           revision=self.config_etag)
         # tracked, so that stop() ends it before stop_all() instead of it loading models after
         self._tasks = [t for t in self._tasks if not t.done()]
         if to_warm:
             self._tasks.append(asyncio.ensure_future(self.models.warmup(to_warm)))
+
+    def _health_settings(self, name: str):
+        model = self.config.model(name)
+        return None if model is None or model.is_local else model.health
+
+    def _health_changed(self, kind: str, model: str, extra: dict) -> None:
+        event_kind = EventKind(kind)
+        self.events.record(event_kind, model=model, **extra)
+        log.warning("remote model %s: %s %s", model, kind, extra.get("reason") or "")
+
+    def _capacity_of(self, name: str) -> int | None:
+        """Requests a target serves at once when the config says: a local model's `parallel`,
+        a remote's `slots`."""
+        model = self.config.model(name)
+        if model is None:
+            return None
+        return model.effective_parallel if model.is_local else model.slots
+
+    def upstream_health(self) -> dict[str, str]:
+        return {m.name: self.health.summary(m.name)["health"]
+                for m in self.config.models if not m.is_local}
 
     def _is_loaded(self, name: str) -> bool:
         served = self.models.get(name)
@@ -179,7 +215,7 @@ class Engine:
         """/metrics' registry (telemetry/prometheus.EngineMetrics), built on first use (an
         event, a request, a scrape): prometheus_client need not load before /healthz answers."""
         from laya_desktop.telemetry.prometheus import EngineMetrics
-        return EngineMetrics(live=self._live_figures)
+        return EngineMetrics(live=self._live_figures, upstreams=self.upstream_health)
 
     def record_request(self, fields: dict) -> None:
         self.metrics.observe_request(self.requests.record(**fields))

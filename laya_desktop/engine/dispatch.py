@@ -23,7 +23,7 @@ from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
 from laya_desktop.engine.remote import (RemoteError, RemoteStream, TranslatedStream, open_remote,
                                         speaks_natively)
 from laya_desktop.engine.runner_handle import RunnerError, RunnerHandle
-from laya_desktop.runners.schema_limits import SchemaTooLarge, check_schema
+from laya_desktop.runners.schema_limits import SchemaTooLarge, check_gbnf, check_schema
 
 # Errors that a runner reports at once and that no other model would answer differently.
 CLIENT_ERRORS = {"context_length_exceeded": 400, "bad_request": 400, "schema_too_large": 400}
@@ -90,6 +90,14 @@ def check_local(call: Call, served: ServedModel) -> None:
     if call.remote_only:
         raise errors.bad_request(f"'{call.remote_only[0]}' is not supported by the local model "
                                  f"'{served.name}' (text only)", "unsupported_content")
+    messages = call.command.get("messages") or [] if call.api == "chat" else []
+    if len(messages) >= 2 and messages[-1]["role"] == messages[-2]["role"] == "assistant":
+        # as llama-server refuses it: it continues a final assistant message, and of two there
+        # is no telling which a client meant (a template here would answer after both). Chat
+        # only: Anthropic merges consecutive turns of one role, and Responses' items are turns.
+        raise errors.bad_request(f"'{call.field('messages')}' ends with two assistant messages; "
+                                 f"end it with one, or with a user or tool message",
+                                 "invalid_messages")
     params = call.command.get("params", {})
     forced = call.parses_tools and call.tool_choice not in ("auto", "none")
     grammar_field = call.field("tool_choice") if forced else (
@@ -100,6 +108,14 @@ def check_local(call: Call, served: ServedModel) -> None:
                                  f"sequences model '{served.name}' serves at once (its 'parallel')",
                                  "unsupported_n")
     if served.config.backend == "mlx":
+        if "grammar" in params:
+            raise errors.bad_request(f"'grammar' (GBNF) needs llama.cpp's grammar sampler, which "
+                                     f"MLX models such as '{served.name}' do not have",
+                                     "unsupported_parameter")
+        if params.get("cache_prompt") is False:
+            raise errors.bad_request(f"'cache_prompt': false is not supported on MLX models such "
+                                     f"as '{served.name}' (their prompt reuse is fixed)",
+                                     "unsupported_parameter")
         if "json_schema" in params:
             name = grammar_field
             raise errors.bad_request(f"'{name}' needs grammar-constrained decoding, which MLX "
@@ -114,6 +130,12 @@ def check_local(call: Call, served: ServedModel) -> None:
                                      f"'{served.name}' (llama.cpp only)", "unsupported_parameter")
     if params.get("json_schema") is not None:
         check_grammar_size(params["json_schema"], grammar_field)
+    if params.get("grammar") is not None:
+        try:
+            check_gbnf(params["grammar"])
+        except SchemaTooLarge as exc:
+            raise errors.bad_request(f"'grammar' is too large for grammar-constrained decoding: "
+                                     f"{exc}", exc.code) from None
     for check in call.options.get("model_checks", ()):   # an API's own terms (apis/ollama_terms.py)
         check(served.config)
     embedding = served.config.embedding
@@ -197,6 +219,8 @@ async def start_local(manager: ModelManager, served: ServedModel, command: dict,
         await gen.close()
         code = first.get("code") or "internal"
         message = first.get("message") or "generation failed"
+        if code == "context_length_exceeded":
+            raise errors.context_exceeded(message, first.get("n_prompt_tokens"), first.get("n_ctx"))
         if code in CLIENT_ERRORS:
             raise ApiError(CLIENT_ERRORS[code], message, "invalid_request_error", code)
         raise RunnerError(message, code)
@@ -251,7 +275,8 @@ async def start_generation(manager: ModelManager, candidates: list[str], call: C
         attempts.append(Attempt(name, error))
     last = attempts[-1].error if attempts else errors.model_not_found(None)
     last.extra.setdefault("attempts", [{"model": a.model, "code": a.error.code,
-                                        "message": a.error.message} for a in attempts])
+                                        "status": a.error.status, "message": a.error.message}
+                                       for a in attempts])
     raise last
 
 

@@ -2,8 +2,8 @@
 
 One task reads the outputs into a queue for the whole stream, and one timer, re-armed once per
 period rather than per output, adds the heartbeat. Waiting on each output with a timeout instead
-takes a task and `asyncio.wait`'s futures and timer for every streamed token: 53 µs a token
-against 11 µs this way under uvloop (`bench/keepalive.py`).
+takes a task and `asyncio.wait`'s futures and timer for every streamed token, several times
+what this way costs under uvloop (`bench/keepalive.py`, both side by side).
 
 The queue has no bound: a local runner's events are queued already (runner_handle), and a remote
 answer is as long as its max_tokens.

@@ -18,8 +18,9 @@ MAX_RESPONSES = 1000
 # What the store may hold (a server.response_store_mb field would set it); a record over it is
 # not kept, and `previous_response_id` naming it gets the usual 404.
 MAX_BYTES = 128 * 1024 * 1024
-# A parsed JSON body takes ~2x its length as Python objects (measured on Codex and Claude Code
-# bodies; a body of many tiny objects up to ~9x); the response echoes much of its request.
+# A parsed JSON body takes a few times its length as Python objects (Codex's and Claude Code's
+# bodies about BODY_FACTOR; a body of many tiny objects far more); the response echoes much of
+# its request.
 BODY_FACTOR = 2
 RECORD_OVERHEAD = 2048
 

@@ -78,8 +78,8 @@ def run_serve(args) -> int:
     if getattr(args, "parent_pipe", None) is not None:
         watch_parent_pipe(args.parent_pipe, server, engine, finished)
     # Everything built so far (modules, config, router) lives as long as the process: out of the
-    # collector's sight, a full collection no longer walks it (about 100 ms on 2 CPUs, a stall
-    # for whichever request it hits).
+    # collector's sight, a full collection no longer walks it (a stall for whichever request it
+    # hits).
     gc.freeze()
     try:
         server.run()

@@ -27,8 +27,11 @@ from laya_desktop.engine.model_manager import LoadRefused
 from laya_desktop.engine.model_queue import QueueFull, QueueTimeout
 from laya_desktop.engine.outputs import Collected, Embedded, Failed, Finished, KeepAlive, Output
 from laya_desktop.engine.remote import open_remote
+from laya_desktop.engine.replica_health import is_down_error
 from laya_desktop.engine.runner_handle import RunnerError
 from laya_desktop.engine.sse import DisconnectAwareStreamingResponse
+from laya_desktop.routing.session_affinity import (response_id_in, response_key, session_key,
+                                                   short_hash, with_affinity)
 from laya_desktop.routing.target_book import latency_sample
 from laya_desktop.routing.why import tried_before, why_routed
 
@@ -156,6 +159,9 @@ class RequestRecord:
         self.route_inputs: tuple | None = None
         self.candidates: list[str] | None = None
         self.tried: list[dict] | None = None
+        self.failures: list[tuple] = []    # (model, code, status, message) of candidates that failed
+        self.trials: list[str] = []        # ejected models this request holds the trial of
+        self.session: tuple | None = None  # (rule, session key, ttl) when affinity is on
 
     def note_candidates(self, order: list[str]) -> None:
         self.candidates = list(order)
@@ -164,6 +170,10 @@ class RequestRecord:
         """The candidates that failed before one served (or all of them), for the log's "why"."""
         if attempts:
             self.tried = tried_before(attempts)
+            self.failures = [(a["model"], a.get("code"), a.get("status"), a.get("message"))
+                             if isinstance(a, dict) else
+                             (a.model, a.error.code, a.error.status, a.error.message)
+                             for a in attempts]
 
     def _why(self) -> dict | None:
         if self.route_inputs is None:
@@ -175,6 +185,35 @@ class RequestRecord:
         if self.tried:
             why["tried"] = self.tried
         return why
+
+    def _judge_health(self, health, status: int) -> None:
+        """What this request says about each remote it tried: down, up, or nothing (the client
+        left); the trials it held but never used are freed for the next request."""
+        judged = set()
+        for model, code, code_status, message in self.failures:
+            if is_down_error(code, code_status):
+                health.failed(model, message or code, token=self)
+                judged.add(model)
+        served = self.fields["model"]
+        if served is not None and served not in judged and status != 499:
+            if status == 502:   # the answer broke off (_relay) or the remote failed mid-way
+                health.failed(served, f"answer broke off ({status})", token=self)
+            else:
+                health.succeeded(served, token=self)
+            judged.add(served)
+        for model in self.trials:
+            if model not in judged:
+                health.release(model, self)
+
+    def note_answer_tail(self, engine, tail: bytes) -> None:
+        """A Responses answer relayed from an upstream that keeps the chain: its next turn will
+        name this answer's id as previous_response_id, and should find the same target."""
+        if self.session is None or self.fields["api"] != "responses" or not tail:
+            return
+        response_id = response_id_in(tail)
+        if response_id is not None and self.fields["model"] is not None:
+            rule, _key, ttl = self.session
+            engine.affinity.put(rule, response_key(response_id), self.fields["model"], ttl)
 
     def note_usage(self, usage) -> None:
         self.fields["prompt_tokens"] = usage.prompt_tokens
@@ -191,7 +230,9 @@ class RequestRecord:
         if self.ticket is not None:
             f = self.fields
             self.ticket.end(*latency_sample(status, f["ttft_ms"], f["duration_ms"],
-                                            f["completion_tokens"]))
+                                            f["completion_tokens"]),
+                            hold_ms=f["duration_ms"] if status == 200 else None)
+        self._judge_health(engine.health, status)
         why = self._why()
         if why is not None:
             self.fields["why"] = why
@@ -223,32 +264,73 @@ class Routed:
         record.fields["rule"] = self.rule
         self.headers = {"X-Laya-Route": self.rule, "X-Laya-Route-Us": f"{route_us:.1f}"}
         self.first = decision.target
+        self.skipped_first: str | None = None   # see choose()
         engine.route_inputs.record(call.path, call.chat, header_tags)
 
     @property
     def candidates(self) -> list[str]:
         return [self.decision.target, *self.decision.fallbacks]
 
-    def choose(self, engine, record: RequestRecord) -> list[str]:
+    def choose(self, engine, record: RequestRecord, call: Call | None = None,
+               request: Request | None = None) -> list[str]:
         """The candidates in the order this request tries them (the rule's strategy on the live
-        figures), holding the first one's in-flight count until the request ends."""
-        order = self.decision.candidates(engine.targets)
+        figures, without the remotes known to be down, the conversation's own target first),
+        holding the first one's in-flight count until the request ends."""
+        book, pool = engine.targets, self.decision.pool
+        planned = self.decision.candidates(book)
+        order = engine.health.order(planned)
+        # a rule's fallback serving because its targets are down is a fallback all the same
+        self.skipped_first = None if order[:1] == planned[:1] else planned[0]
+        if not order:
+            raise errors.unavailable(f"every model of rule '{self.rule}' is down and already "
+                                     "being tried again (see GET /admin/models)", "upstream_down",
+                                     retry_after=1)
+        if pool is not None and pool.affinity_ttl_s is not None and call is not None:
+            order = self._follow_session(engine, record, call, request, order)
         self.first = order[0]
         record.note_candidates(order)
-        record.ticket = engine.targets.begin(self.first)
-        if self.decision.pool is not None:
-            record.fields["strategy"] = self.decision.pool.strategy
-            self.headers["X-Laya-Strategy"] = self.decision.pool.strategy
+        record.trials = engine.health.claim_trials(order, record)
+        record.ticket = book.begin(self.first)
+        if pool is not None:
+            record.fields["strategy"] = pool.strategy
+            self.headers["X-Laya-Strategy"] = pool.strategy
         return order
 
-    def served_by(self, name: str, record: RequestRecord) -> None:
+    def _follow_session(self, engine, record: RequestRecord, call: Call, request: Request | None,
+                        order: list[str]) -> list[str]:
+        pool, book = self.decision.pool, engine.targets
+        found = session_key(call.body, call.chat, request.headers if request is not None else {},
+                            call.options.get("unresolved_previous_response_id"))
+        if found is None:
+            return order
+        key, source, follow = found
+        remembered = engine.affinity.get(self.rule, key) if follow else None
+        order, chosen = with_affinity(order, remembered, engine.health.usable,
+                                      lambda m: pool.has_room(m, book))
+        record.fields.update(session=short_hash(key), session_from=source, affinity=chosen)
+        record.session = (self.rule, key, pool.affinity_ttl_s)
+        return order
+
+    def served_by(self, name: str, record: RequestRecord, engine=None) -> None:
         self.headers["X-Laya-Model"] = name
         record.fields["model"] = name
+        if record.session is not None and engine is not None:
+            rule, key, ttl = record.session
+            engine.affinity.put(rule, key, name, ttl)
         if record.ticket is not None:
             record.ticket.move(name)
-        if name != self.first:
-            self.headers["X-Laya-Fallback-From"] = self.first
-            record.fields["fallback_from"] = self.first
+        source = self.first if name != self.first else self._skipped_from(name)
+        if source is not None:
+            self.headers["X-Laya-Fallback-From"] = source
+            record.fields["fallback_from"] = source
+
+    def _skipped_from(self, name: str) -> str | None:
+        """The rule's first target, when health skipped the rule's targets for a fallback."""
+        skipped = self.skipped_first
+        if skipped is None:
+            return None
+        targets = self.decision.pool.models if self.decision.pool else (self.decision.target,)
+        return skipped if name not in targets else None
 
 
 def endpoint(api: Api):
@@ -268,7 +350,7 @@ async def serve(request: Request, api: Api) -> Response:
         call.path = path
         await embed_off_loop(engine.router, call.path, call.chat, request.headers.get("x-laya-tags"))
         routed = Routed(engine, call, request, record)
-        candidates = routed.choose(engine, record)
+        candidates = routed.choose(engine, record, call, request)
         gen = await unless_client_leaves(request, lambda: start_generation(
             engine.models, candidates, call, engine.config.scheduler.queue_timeout_ms / 1000,
             engine.remote, request.headers, routed.decision.sampling))
@@ -282,13 +364,15 @@ async def serve(request: Request, api: Api) -> Response:
     except BaseException:
         if record.ticket is not None:
             record.ticket.end()   # an unexpected error: the hold must not outlive the request
+        for model in record.trials:   # nor a trial of an ejected model: none would follow
+            engine.health.release(model, record)
         raise
     if gen is None:  # the client went away while the request waited for a slot or a load
         record.finish(engine, 499)
         return Response(status_code=499)
     record.generation = gen
     record.note_tried(getattr(gen, "attempts", None))
-    routed.served_by(gen.served.name, record)
+    routed.served_by(gen.served.name, record, engine)
     if gen.passthrough:
         record.fields["ttft_ms"] = round((gen.first_event_at - gen.started) * 1000, 1)
         return await _relay(engine, api, gen, routed.headers, record)
@@ -446,6 +530,7 @@ async def _relay(engine, api: Api, gen, headers: dict, record: RequestRecord) ->
 
     def then() -> None:   # once the stream's end is out: its log entry is not on the client's clock
         _note_remote_usage(gen, record)
+        record.note_answer_tail(engine, gen.tail)
         record.finish(engine, status)
 
     media_type = gen.response.headers.get("content-type", "application/json")
@@ -467,6 +552,7 @@ async def _relay_whole(engine, api: Api, gen, headers: dict, record: RequestReco
 
     def then() -> None:
         _note_remote_usage(gen, record)
+        record.note_answer_tail(engine, gen.tail)
         record.finish(engine, status)
     return _ThenLog(content, status_code=status, headers=headers,
                     media_type=gen.response.headers.get("content-type", "application/json"),

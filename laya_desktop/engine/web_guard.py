@@ -167,7 +167,7 @@ class WebGuard:
         error = self._refusal(method, host, origin, content_type)
         if error is not None:
             # the body stays unread, so the connection cannot carry another request: say so, or a
-            # keep-alive client sends its next one into a closed socket (issue 12)
+            # keep-alive client sends its next one into a closed socket
             headers = {"Connection": "close"} if method in BODY_METHODS else None
             await self._respond(scope["path"], error, headers)(scope, receive, send)
             return

@@ -5,11 +5,12 @@ tester's generator, the engine client and the probes allocate in worker threads.
 there frees every unreachable cycle, Qt wrappers included, so a QObject made on the GUI thread
 could be destroyed from a worker (undefined behaviour in Qt: a load-test sweep once crashed in
 a worker thread's asyncio lookup while the GUI thread waited). As in calibre, nexpy and the PyQt
-mailing list's recipe (napari issue 1029), automatic collection is off while the app runs, and a
-GUI-thread timer collects the generations whose counts passed their thresholds.
+mailing list's recipe (github.com/napari/napari/issues/1029), automatic collection is off while
+the app runs, and a GUI-thread timer collects the generations whose counts passed their
+thresholds.
 
-A full collection walks every tracked object: with the main window built, about 90,000 objects
-and 45 ms on the GUI thread. Once the start-up is over, what it built is frozen out of the
+A full collection walks every tracked object, and with the main window built that is a stall
+the user can see on the GUI thread. Once the start-up is over, what it built is frozen out of the
 collector's sight (gc.freeze(), as the engine does), so the later full collections walk only
 what came after.
 """

@@ -20,7 +20,8 @@ COLUMNS = (QT_TRANSLATE_NOOP("RequestLogModel", "Time"),
            QT_TRANSLATE_NOOP("RequestLogModel", "Status"),
            QT_TRANSLATE_NOOP("RequestLogModel", "Tokens"),
            "TTFT",
-           QT_TRANSLATE_NOOP("RequestLogModel", "Duration"))
+           QT_TRANSLATE_NOOP("RequestLogModel", "Duration"),
+           QT_TRANSLATE_NOOP("RequestLogModel", "Session"))
 MAX_ROWS = 5000   # the engine keeps more; a person reads the latest
 ENTRY_ROLE = Qt.ItemDataRole.UserRole
 FAILED_COLOR = QColor("#b00020")
@@ -73,7 +74,22 @@ def cell(entry: dict, column: int) -> str:
         return fmt_ms(entry.get("ttft_ms"))
     if column == 8:
         return fmt_ms(entry.get("duration_ms"))
+    if column == 9:
+        return fmt_session(entry)
     return ""
+
+
+def fmt_session(entry: dict) -> str:
+    """The session key's short hash, and whether affinity chose the model (the conversation's
+    target) or the rule's strategy did (its first request, or its target down or full)."""
+    session = entry.get("session")
+    if not session:
+        return ""
+    if entry.get("affinity"):
+        return QCoreApplication.translate("RequestLogModel", "{session} (same target)").format(
+            session=session)
+    return QCoreApplication.translate("RequestLogModel", "{session} (by strategy)").format(
+        session=session)
 
 
 class RequestLogModel(QAbstractTableModel):
@@ -133,11 +149,14 @@ class RequestLogModel(QAbstractTableModel):
             return cell(entry, index.column())
         if role == ENTRY_ROLE:
             return entry
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 9 and entry.get("session"):
+            return QCoreApplication.translate("RequestLogModel", "session key from: {source}").format(
+                source=entry.get("session_from") or "?")
         if role == Qt.ItemDataRole.ForegroundRole and index.column() == 5:
             status = entry.get("status")
             if isinstance(status, int) and status >= 400:
                 return QBrush(FAILED_COLOR)
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 5:
+        if role == Qt.ItemDataRole.TextAlignmentRole and 5 <= index.column() <= 8:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 

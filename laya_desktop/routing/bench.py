@@ -1,6 +1,6 @@
 """`laya bench route`: routing decision latency on a synthetic but realistic workload.
 
-The workload is fixed by the issue: of N rules, 60 % keyword rules (3 to 5 keywords), 20 % tag
+The workload is fixed: of N rules, 60 % keyword rules (3 to 5 keywords), 20 % tag
 rules, 20 % min_prompt_chars plus keywords, in shuffled order, and a catch-all last; keywords from
 a vocabulary of 5,000 random words; prompts of 50 to 5,000 characters (uniform) made of words of
 the same vocabulary; requests carry some tags. Each Router.decide_body call is timed on its own,

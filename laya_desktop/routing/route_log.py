@@ -21,7 +21,7 @@ MAX_TEXT_CHARS = 32_768
 # 1,000 entries of 32k chars of non-Latin text would be 128 MiB; this keeps the log's share of
 # the engine's memory small whatever the traffic (a server.route_log_mb field would set it).
 MAX_BYTES = 32 * 1024 * 1024
-ENTRY_OVERHEAD = 600    # the dict, its floats and ints, the tag tuple: measured ~550 bytes
+ENTRY_OVERHEAD = 600    # the dict, its floats and ints, the tag tuple, rounded up from a real entry
 
 
 def str_bytes(text: str) -> int:

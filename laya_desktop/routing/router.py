@@ -9,15 +9,15 @@ only they need the user text, and all their keywords are found by one multi-patt
 Keywords are split into tiers in rule order (64 keywords, then 4x more each tier). A request
 scans the first tier, and stops there when a candidate rule inside it matched: rules after it
 cannot win. Each keyword sits in exactly one tier, so a request that needs every tier scans each
-keyword once, at the price of re-reading the text a few times (about 1 us each); an early match
+keyword once, at the price of re-reading the text a few times (a cheap pass each); an early match
 skips the Python callbacks for hundreds of later keywords.
 
 That pays off for texts dense in keywords. Ordinary prose finds a few keywords at most, and there
-each scan call costs more than the callbacks it saves (5-12 us on the cold CPU the engine decides
-on), so the router keeps one more scanner over all keywords and reads a text once with it while
-the texts it routed lately found fewer than DENSE_HITS keywords on average (a running mean that
-jumps up at once and decays slowly; the tiers' counts are scaled to all keywords). Either way
-gives the same decision.
+each scan call costs more than the callbacks it saves on the cold CPU the engine decides on
+(bench/results/route_engine_runs/latest.json), so the router keeps one more scanner over all
+keywords and reads a text once with it while the texts it routed lately found fewer than
+DENSE_HITS keywords on average (a running mean that jumps up at once and decays slowly; the
+tiers' counts are scaled to all keywords). Either way gives the same decision.
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ class _HyperscanScanner:
                          flags=hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS)
         self._new_scratch = hyperscan.Scratch
         self._local = threading.local()  # a scratch serves one scan at a time
-        self._local.scratch = self._new_scratch(self._db)  # spare the first request (~0.1 ms)
+        self._local.scratch = self._new_scratch(self._db)  # spare the first request its making
 
     def scan(self, data: bytes) -> list[int]:
         scratch = getattr(self._local, "scratch", None)
@@ -348,7 +348,7 @@ class Router:
                     registered: bool | None = None) -> Decision | None:
         """Extraction plus decision: what X-Laya-Route-Us times.
 
-        Each Python call costs 1-2 us on the cold CPU the engine decides on, so the common
+        Each Python call costs microseconds on the cold CPU the engine decides on, so the common
         shapes are read here: asked_model inlined, merge_tags only when there are tags."""
         if not isinstance(body, dict):  # read as an empty body, as request.py reads it
             body = {}
@@ -449,7 +449,7 @@ class Router:
             needed &= winner - 1  # only keyword rules before it can still win
         known = (candidates, winner, needed, _bytes(needed), winner.bit_length() - 1)
         # models and tags are the clients' strings: past PREFILTERS_KEPT keys a new one is worked
-        # out each time (dropping the kept ones instead took 0.4 ms at once, for 4,096)
+        # out each time (dropping the kept ones instead stalls one request while they all go)
         if len(self._prefilters) < PREFILTERS_KEPT:
             self._prefilters[key] = known
         return known
@@ -539,7 +539,8 @@ def _rule_decision(rule: RouteConfig) -> Decision:
     fallbacks = tuple(f for f in rule.fallback if f not in models)
     return Decision(rule.name, models[0], fallbacks, False, TargetPool(
         models, rule.strategy, tuple(1.0 if t.weight is None else float(t.weight) for t in pool),
-        tuple(t.max_active for t in pool)), sampling=rule.sampling)
+        tuple(t.max_active for t in pool), rule.affinity_ttl_s if rule.affinity_on else None),
+        sampling=rule.sampling)
 
 
 def check_rule(rule: RouteConfig, req: RouteRequest, semantic: SemanticRules | None = None) -> RuleCheck:

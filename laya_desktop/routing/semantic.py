@@ -213,7 +213,7 @@ def top_k_mean(sims: np.ndarray, k: int) -> float:
 def semantic_text(user_text_lower: str) -> str:
     """What is embedded: the last user message that has text. In a chat the latest turn says what
     is asked now; earlier small talk or another topic only blurs the embedding (on the labelled
-    set, multi-turn chats scored 73 % embedded whole, 90 % by their last turn), and a long chat
+    set, multi-turn chats scored better by their last turn than embedded whole), and a long chat
     costs no more than its last message."""
     for part in reversed(user_text_lower.split(USER_TEXT_SEPARATOR)):
         if part.strip():
@@ -228,8 +228,8 @@ def lead_in(text: str) -> str | None:
     """The request before the text it is about ("summarize this email: <email>", "tl;dr: <thread>"):
     the words before the first colon, quote or line break, when at least one word comes before it
     and three after. Embedded whole, such a prompt scores as its pasted text's topic; the lead-in
-    says the task (27 % of bench/data/semantic_dev.jsonl's prompts have one, and scoring it too
-    took top-1 there from 86 % to 90 %, false positives unchanged). A one-word lead-in
+    says the task (about a quarter of bench/data/semantic_dev.jsonl's prompts have one, and
+    scoring it too took top-1 there higher, false positives unchanged). A one-word lead-in
     ("summarize:", "tl;dr:") counts too: on the bench's four prompt sets it cost no prompt and
     won held-out's "Summarize: '<text>'" ones. Not when what follows asks a question of its
     own (asks_itself): then the prompt is that question under a label."""
@@ -251,8 +251,8 @@ def asks_itself(rest: str) -> bool:
     """The text after a colon or a line break is the request itself, not a text pasted for it:
     it asks ("...?", "how do i...") and is not quoted. Then the words before it label the
     question ("python question: how do i get a year's calendar as a string?") and, scored
-    alone, "python question" took any rule with an example mentioning python (issue 32: 9 of
-    14 such prompts went to one rule whatever they asked)."""
+    alone, "python question" took any rule with an example mentioning python, whatever the
+    question asked."""
     rest = rest.strip()
     if not rest or rest[0] in QUOTES:
         return False
@@ -409,8 +409,8 @@ class LearnedHead:
     """The classifier over a router's semantic rules: a class per rule (its examples), and
     "none" for every rule's negatives that are no rule's example. Two linear models over the
     same rows, their logits added: one over the MiniLM vectors, one over the texts' lexical
-    features (lexical.py). Fitted once per config apply (0.35-0.5 s for 750 examples and
-    negatives); a text costs two small products then, and its features about 0.2 ms."""
+    features (lexical.py). Fitted once per config apply (`head_fit_s` in
+    bench/results/semantic/latest.json); a text costs two small products then, and its features."""
 
     def __init__(self, rules: dict[int, SemanticRule], names: dict[int, str], embed: TextEmbeddings):
         import numpy as np
@@ -437,8 +437,8 @@ class LearnedHead:
 
     def _fit(self, background: np.ndarray):
         """Both views fitted on the examples and negatives; the background corpus joins their
-        "none" class with BACKGROUND_WEIGHT of a route's examples in all (0.8-1.7 s more per
-        fit for its 1,600 lexical rows; kept out of the cross-validation rows, `views`)."""
+        "none" class with BACKGROUND_WEIGHT of a route's examples in all (a longer fit for its
+        lexical rows; kept out of the cross-validation rows, `views`)."""
         import numpy as np
         from laya_desktop.routing.lexical import LexicalFeatures
         from laya_desktop.routing.semantic_head import fit_heads
@@ -515,5 +515,5 @@ def shared_embeddings() -> TextEmbeddings:
     other reuse the model and the embeddings of examples they have in common."""
     with _shared_lock:
         if not _shared:
-            _shared.append(TextEmbeddings(make_encoder()))  # ~0.1 s, the model mapped
+            _shared.append(TextEmbeddings(make_encoder()))  # the model mapped, not read
         return _shared[0]

@@ -9,7 +9,7 @@ to stand out from it.
 - `calibrated_threshold`: a rule without a threshold gets the score that only BACKGROUND_PASS of
   the corpus reaches against its own examples, so the threshold follows how alike the examples
   are (eight short ones leave on-topic requests at a cosine of 0.3-0.4; a fixed 0.5 turned most
-  of them away, issue 32).
+  of them away).
 - the learned head takes the corpus as part of its "none" class (semantic.LearnedHead).
 - `false_positive_rate`: what share of the corpus a threshold lets through, for the Routes
   panel's suggestions.
@@ -26,8 +26,9 @@ HERE = Path(__file__).resolve().parent
 TEXTS = HERE / "semantic_background.txt"
 VECTORS = HERE / "semantic_background.npy"
 # The corpus is general English, easier to keep out than real traffic on a route's own broad
-# subject: on the Debian route sets (bench/data/user_sets, the dev family) 1 % of the corpus
-# passing let 7-10 % of their "none" requests through with eight examples a route.
+# subject: on the Debian route sets (bench/data/user_sets, the dev family) a threshold that
+# BACKGROUND_PASS of the corpus passes let several times that share of their "none" requests
+# through with eight examples a route (bench/results/semantic_user_sets/latest.json).
 BACKGROUND_PASS = 0.01
 # The corpus's weight in the head, as a share of one route's examples: enough to mark what is
 # far from every route as "none", not so much that it outvotes a route's eight examples.

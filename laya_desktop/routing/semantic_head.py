@@ -66,7 +66,7 @@ def fit_head(x: np.ndarray, y: np.ndarray, classes: int, l2: float = L2,
     The weights stay a combination of the rows (W = x.T @ A: each gradient is one), so with more
     features than rows (the lexical features: 8,192 against a few hundred examples) the same
     steps run on A and the rows' Gram matrix, n x n instead of d x d, and give the same head."""
-    # float32: under a busy CPU, multi-threaded float64 products of this size ran 10x slower
+    # float32: under a busy CPU, multi-threaded float64 products of this size ran many times slower
     n, d = x.shape
     w = (np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()).astype(np.float32)
     onehot = np.eye(classes, dtype=np.float32)[y]

@@ -41,7 +41,7 @@ def _gemma_3_270m() -> Path:
     target = pkg.default_output_path()
     expected_size = sum(p.stat().st_size for p in pkg.chunk_paths())
     # Only complete, verified files are ever renamed to `target`, so its size is enough here;
-    # hashing 250 MB on every runner start would cost about a second.
+    # hashing the whole model on every runner start would delay each one.
     if target.exists() and target.stat().st_size == expected_size:
         return target
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")

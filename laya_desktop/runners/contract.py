@@ -80,7 +80,8 @@ def accept(cmd: dict, *, live_ids: Collection[str], n_ctx: int,
     if cmd.get("count_only"):
         return [P.done(req_id, "count", len(prompt), 0)]
     if len(prompt) > n_ctx:
-        return [P.error(req_id, "context_length_exceeded",
-                        f"the prompt has {len(prompt)} tokens, more than this model's context "
-                        f"of {n_ctx} tokens per sequence")]
+        return [{**P.error(req_id, "context_length_exceeded",
+                           f"the prompt has {len(prompt)} tokens, more than this model's context "
+                           f"of {n_ctx} tokens per sequence"),
+                 "n_prompt_tokens": len(prompt), "n_ctx": n_ctx}]
     return Accepted(req_id, prompt, list(stops) + params.stop, params)

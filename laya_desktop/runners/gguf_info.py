@@ -1,9 +1,9 @@
 """GGUF metadata without loading the model: architecture, size, shape and the KV cache's cost.
 
 `gguf.GGUFReader` builds Python objects for every array element, so a file with a 262k-token
-vocabulary (Gemma 3) takes seconds (18 s measured here) to open. This reader parses the header,
+vocabulary (Gemma 3) takes many seconds to open. This reader parses the header,
 the key/value pairs and the tensor descriptions straight from a memory map, keeps scalars and
-short arrays, and only counts the long ones (the vocabulary): Gemma 3 270M takes ~0.1 s. The gguf
+short arrays, and only counts the long ones (the vocabulary): Gemma 3 270M opens at once. The gguf
 package still supplies the names and block sizes of the tensor types.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ memory policy uses (private memory + the mapped weights it needs):
 
 - weights: the tensor data, memory-mapped (page cache). With `cpu_repack` the tensors ggml
   repacks for faster kernels (runners/repacked_weights.py: Q4_0, Q4_K, IQ4_NL on x86-64 with
-  AVX2; Gemma 3 270M: 12.7 MiB) are copied into the process's own memory; on Linux the runner
+  AVX2) are copied into the process's own memory; on Linux the runner
   gives back the mapped originals, so the copy replaces them, elsewhere it comes on top. Layers
   offloaded to a GPU move to VRAM (the input embeddings always stay in RAM).
 - KV cache: bytes per token = sum over layers of n_head_kv x (head_dim_k + head_dim_v) x element
@@ -16,8 +16,8 @@ memory policy uses (private memory + the mapped weights it needs):
   runners/sliding_window.py); a slot also keeps a checkpoint of its window cells, which grows
   with its prompt to a window and a micro-batch (`checkpoint_bytes`, not in the
   total: a short prompt's are small, and the guard watches what the runner really holds); `estimate_memory(..., swa_full=True)` models full-size caches. llama.cpp writes the whole cache when
-  it clears it, so all of it is resident from the start (measured: RSS grows 18 KiB per cell for
-  Gemma, exactly its bytes per token).
+  it clears it, so all of it is resident from the start (tests/test_memory_estimate.py holds a
+  real Gemma runner's RSS against the estimate).
 - compute: llama.cpp *reserves* a compute buffer sized for the worst graph, dominated by the
   logits of a full micro-batch (n_vocab x n_ubatch x 4 bytes: 512 MiB for Gemma's 262k vocabulary)
   — but that is virtual memory; only the parts a step touches become resident. The runner asks
@@ -26,14 +26,14 @@ memory policy uses (private memory + the mapped weights it needs):
   and, without flash attention, the attention scores of a micro-batch against one sequence's
   context (2 x n_head x n_ubatch x n_ctx x 4 bytes). `compute_reserved_bytes` reports the virtual
   reservation separately; it is not in the total.
-- overhead: the runner process itself (Python + the llama.cpp libraries: 48-49 MiB RSS measured
-  after `import llama_cpp`), llama.cpp's model and context bookkeeping (~8 MiB, measured with a
-  tiny model) and the vocabulary (token strings, scores, piece cache: ~200 bytes per token,
-  measured between vocabularies of 280 and 262k tokens).
+- overhead: the runner process itself (Python + the llama.cpp libraries, RUNTIME_BYTES: the RSS
+  after `import llama_cpp`), llama.cpp's model and context bookkeeping (CONTEXT_FIXED_BYTES, from
+  a tiny model) and the vocabulary (token strings, scores, piece cache: VOCAB_BYTES_PER_TOKEN,
+  from vocabularies of hundreds to 262k tokens).
 
-Calibration on Gemma 3 270M Q4_K_M (Linux x86-64, CPU, llama-cpp-python 0.3.36): n_ctx 1024 x 4
-estimates 414 MiB (426 while repacked copies were counted on top); a fresh process with llama.cpp configured as the runner does it measured
-370 MiB RSS after a warm-up completion (330 MiB of it grown across the load). tests/test_memory_estimate.py re-measures this.
+Calibrated on Gemma 3 270M Q4_K_M (Linux x86-64, CPU, llama-cpp-python 0.3.36, n_ctx 1024 x 4)
+against a fresh process with llama.cpp configured as the runner does it, after a warm-up
+completion: tests/test_memory_estimate.py re-measures the estimate against that RSS.
 """
 from __future__ import annotations
 

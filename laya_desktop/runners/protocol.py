@@ -114,6 +114,13 @@ class SamplingParams:
     logprobs: bool = False
     top_logprobs: int = 0
     json_schema: dict | None = None        # the output must be JSON valid against it
+    grammar: str | None = None             # or follow this GBNF grammar (llama-server's `grammar`)
+    cache_prompt: bool = True              # False: no cached prefix is reused for this prompt
+
+    @property
+    def constrained(self) -> bool:
+        """Sampled through a grammar (built on the grammar worker first)."""
+        return self.json_schema is not None or self.grammar is not None
 
 
 MAX_TOP_LOGPROBS = 20
@@ -164,6 +171,11 @@ def parse_params(params: dict | None) -> SamplingParams:
     schema = params.get("json_schema")
     if schema is not None and not isinstance(schema, dict):
         raise BadRequest("response_format: the JSON schema must be an object")
+    grammar = params.get("grammar")
+    if grammar is not None and not (isinstance(grammar, str) and grammar.strip()):
+        raise BadRequest("grammar must be a non-empty string of GBNF")
+    if grammar is not None and schema is not None:
+        raise BadRequest("grammar and a JSON schema cannot be given together")
     try:
         knobs = read_knobs(params)
     except KnobError as exc:
@@ -176,6 +188,8 @@ def parse_params(params: dict | None) -> SamplingParams:
         logprobs=logprobs,
         top_logprobs=int(top_logprobs),
         json_schema=schema,
+        grammar=grammar,
+        cache_prompt=params.get("cache_prompt", True) is not False,
         **knobs,
     )
 

@@ -1,11 +1,12 @@
 """Grammar-constrained sampling off the decode loop.
 
-The grammar sampler tests every vocabulary token against every live grammar stack: 5-20 ms a
-token for an ordinary schema over SmolLM2's 49k vocabulary, up to ~260 ms for the widest enum
-schema_limits allows (bench/grammar_limits.py). Done in the decode loop, that time was added to
-every other sequence's step. Here the loop copies the request's logits row and goes on; this
-thread runs the request's chain over the copy (what llama_sampler_sample does: candidates from
-the logits, apply, take `selected`, accept), and the request joins the next step with its token.
+The grammar sampler tests every vocabulary token against every live grammar stack: milliseconds
+a token for an ordinary schema over SmolLM2's 49k vocabulary, far more for the widest enum
+schema_limits allows (bench/results/grammar_limits/latest.json). Done in the decode loop, that
+time was added to every other sequence's step. Here the loop copies the request's logits row and
+goes on; this thread runs the request's chain over the copy (what llama_sampler_sample does:
+candidates from the logits, apply, take `selected`, accept), and the request joins the next step
+with its token.
 ctypes calls llama.cpp without the GIL, so the grammar and llama_decode run at the same time.
 
 A chain in flight belongs to this thread until its result is taken: the backend frees a cancelled

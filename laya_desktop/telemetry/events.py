@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     CONFIG_APPLIED = "config_applied"
     CONFIG_REJECTED = "config_rejected"
     CONFIG_SAVE_FAILED = "config_save_failed"
+    UPSTREAM_EJECTED = "upstream_ejected"     # a remote model failed in a row: skipped a while
+    UPSTREAM_RESTORED = "upstream_restored"   # it answered again (a trial request or a probe)
 
 
 REQUEST_FIELDS = (

@@ -18,6 +18,7 @@ from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_cr
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from laya_desktop.telemetry.events import EventKind
 from laya_desktop.telemetry.model_sample import ModelSample
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -28,10 +29,13 @@ DURATION_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0
 
 # Events that are the memory guard acting, by the action they stand for. An unload the guard makes
 # to admit another model is a plain `model_unloaded` event carrying guard_action="evict".
-GUARD_EVENT_ACTIONS = {"emergency_unload": "emergency_unload", "load_refused": "refuse_load"}
+GUARD_EVENT_ACTIONS = {EventKind.EMERGENCY_UNLOAD: "emergency_unload",
+                       EventKind.LOAD_REFUSED: "refuse_load"}
 
 # () -> (latest telemetry sample or None, {model name: its record as it is now}); see LiveCollector.
 LiveInputs = Callable[[], "tuple[dict | None, dict[str, ModelSample]]"]
+# () -> {remote model name: "up" | "ejected" | "unknown"}; see UpstreamCollector.
+UpstreamInputs = Callable[[], "dict[str, str]"]
 
 
 def _cpu_ratio(sample: dict):
@@ -143,10 +147,30 @@ class LiveCollector(Collector):
         yield from _prompt_cache_families(models)
 
 
+class UpstreamCollector(Collector):
+    """laya_upstream_up{model}: 1 while a remote model is up, 0 while it is ejected (skipped by
+    requests); one not judged yet (no request, no probe) is left out."""
+
+    def __init__(self, inputs: UpstreamInputs):
+        self._inputs = inputs
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        family = GaugeMetricFamily("laya_upstream_up", "1 while a remote model answers, 0 while "
+                                   "it is ejected after failing.", labels=["model"])
+        for model, health in sorted(self._inputs().items()):
+            if health in ("up", "ejected"):
+                family.add_metric([model], 1.0 if health == "up" else 0.0)
+        if family.samples:
+            yield family
+
+
 class EngineMetrics:
     """The engine's registry and the counters and histograms the request and event logs move."""
 
-    def __init__(self, live: LiveInputs | None = None):
+    def __init__(self, live: LiveInputs | None = None, upstreams: UpstreamInputs | None = None):
         # No `<name>_created` gauge beside every series: in the 0.0.4 text format each is a family
         # of its own, doubling what a dashboard lists. (A process-wide switch in prometheus_client.)
         disable_created_metrics()
@@ -184,6 +208,8 @@ class EngineMetrics:
         self._children: dict[tuple, object] = {}
         if live is not None:
             r.register(LiveCollector(live))
+        if upstreams is not None:
+            r.register(UpstreamCollector(upstreams))
 
     def _child(self, metric, *values: str):
         """metric.labels(*values), remembered: labels() checks and converts its values on every

@@ -1,11 +1,10 @@
 """One telemetry sample of the machine: RAM, swap (with in/out rates), CPU and NVIDIA GPUs.
 
 The cost matters because the engine samples at `sample_hz` (4 Hz by default) for as long as it
-runs. Measured on a 2-core Linux VM without a GPU: one `SystemSampler.sample()` (virtual_memory,
-swap_memory, cpu_percent(interval=None), each reading a /proc file) takes ~0.2 ms; one
-`process_memory(pid)` reads /proc/PID/statm in ~13 µs. psutil's memory_full_info walks
-/proc/PID/smaps instead: ~0.2 ms for a small process, milliseconds for a runner with a big mapped
-model, so it stays off the sampling path.
+runs. One `SystemSampler.sample()` (virtual_memory, swap_memory, cpu_percent(interval=None))
+reads a few small /proc files, and `process_memory(pid)` reads only /proc/PID/statm. psutil's
+memory_full_info walks /proc/PID/smaps instead, which grows with a runner's mapped model, so it
+stays off the sampling path.
 
 psutil is imported by `start()` (or the first sample), not with this module: the engine's
 telemetry service starts the sampler in a worker thread once it runs, off the path to /healthz.

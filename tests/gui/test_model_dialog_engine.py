@@ -131,7 +131,11 @@ def test_add_then_edit_an_anthropic_remote(setup, qtbot):
                 "api_key_env": "ANTHROPIC_API_KEY", "remote_model": "claude-haiku-4-5"}
     on_disk = {m["name"]: m for m in yaml.safe_load(path.read_text())["models"]}
     assert on_disk["claude-2"] == expected
-    assert {m["name"]: m for m in http.get("/admin/config").json()["models"]}["claude-2"] == expected
+    # the engine's view spells out the defaults the file leaves out (a remote's health checks)
+    from dataclasses import asdict
+    from laya_desktop.config.schema import HealthConfig
+    served = {m["name"]: m for m in http.get("/admin/config").json()["models"]}["claude-2"]
+    assert served == {**expected, "health": asdict(HealthConfig())}
 
     qtbot.waitUntil(lambda: panel.model.rowCount() == 8, timeout=5000)
     before = path.read_bytes()

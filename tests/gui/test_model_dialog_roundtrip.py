@@ -20,7 +20,7 @@ from laya_desktop.config.sampling import KNOBS
 from laya_desktop.config.schema import BACKENDS, KV_CACHE_TYPES
 from laya_desktop.config.store import config_to_dict, parse_config_text
 from laya_desktop.config.validate import MODEL_FIELDS, MODEL_REQUIRED, validate_config
-from laya_desktop.gui.config_doc import ConfigDocument
+from laya_desktop.gui.engine_state import EngineState
 from laya_desktop.gui.engine_client import EngineClient
 from laya_desktop.gui.panels.models_panel import ModelsPanel
 from laya_desktop.gui.registry_edits import rename_references, replace_model
@@ -59,11 +59,11 @@ def shipped_cases() -> list:
     return cases
 
 
-class RecordingDocument(ConfigDocument):
+class RecordingDocument(EngineState):
     """The panel's document with the PUT replaced by a record of the config it would send."""
 
-    def __init__(self, pool, client) -> None:
-        super().__init__(pool, client)
+    def __init__(self, client) -> None:
+        super().__init__(client)
         self.sent: list[dict] = []
 
     def apply(self, config, on_done=None, **_revision) -> None:
@@ -74,7 +74,7 @@ class RecordingDocument(ConfigDocument):
 def panel(qapp):
     pool = WorkerPool()
     client = EngineClient("http://127.0.0.1:9")   # never called: the document records instead
-    doc = RecordingDocument(pool, client)
+    doc = RecordingDocument(client)
     panel = ModelsPanel(pool, doc)
     yield panel
     panel.deleteLater()
@@ -295,7 +295,9 @@ def test_the_registry_shows_an_anthropic_model_as_a_remote(panel):
     panel.model.set_configs(config["models"])
     table = panel.model
     assert table.data(table.index(1, 2)) == "remote" and table.data(table.index(0, 2)) == "unloaded"
-    assert table.data(table.index(1, 7)) == "https://api.anthropic.com (claude-x)"
+    from laya_desktop.gui.registry_model import COLUMNS
+    source = COLUMNS.index("Source")
+    assert table.data(table.index(1, source)) == "https://api.anthropic.com (claude-x)"
 
 
 def test_switching_a_remote_backend_drops_what_no_longer_applies(panel):

@@ -79,6 +79,14 @@ class Timed:
         return {"timings": self.meta.timings(usage)}
 
 
+def verbose_fields(call: Call, meta: Meta, text: str, finish_reason: str, usage: Usage) -> dict:
+    """llama-server's `verbose`: its own answer object beside OpenAI's, as `__verbose`."""
+    if not call.body.get("verbose"):
+        return {}
+    from laya_desktop.engine.apis.llama_native import final_fields
+    return {"__verbose": final_fields(call, meta, text, finish_reason, usage)}
+
+
 def _chat_choice(index: int, result: Collected) -> dict:
     message: dict[str, Any] = {"role": "assistant",
                                "content": result.text if result.text or not result.tool_calls else None}
@@ -139,7 +147,9 @@ class ChatApi:
             elif isinstance(out, Finished):
                 finished += 1
                 yield chunk({}, out.choice, out.finish_reason,
-                            **({"timings": meta.timings(out.usage)} if finished == n else {}))
+                            **({"timings": meta.timings(out.usage),
+                                **verbose_fields(call, meta, "", out.finish_reason, out.usage)}
+                               if finished == n else {}))
                 if finished == n and wants_usage_in_stream(call.body):
                     yield sse({"id": cid, "object": "chat.completion.chunk", "created": meta.created,
                                "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
@@ -150,7 +160,8 @@ class ChatApi:
     def collect(self, call: Call, result: Collected, meta: Meta) -> dict:
         return {"id": "chatcmpl-" + meta.hex_id, "object": "chat.completion", "created": meta.created,
                 "model": meta.model, "choices": [_chat_choice(i, c) for i, c in enumerate(result.choices)],
-                "usage": openai_usage(result.usage), "timings": meta.timings(result.usage)}
+                "usage": openai_usage(result.usage), "timings": meta.timings(result.usage),
+                **verbose_fields(call, meta, result.text, result.finish_reason, result.usage)}
 
 
 class CompletionsApi:
@@ -190,7 +201,9 @@ class CompletionsApi:
             elif isinstance(out, Finished):
                 finished += 1
                 yield chunk("", out.choice, out.finish_reason,
-                            **({"timings": meta.timings(out.usage)} if finished == n else {}))
+                            **({"timings": meta.timings(out.usage),
+                                **verbose_fields(call, meta, "", out.finish_reason, out.usage)}
+                               if finished == n else {}))
                 if finished == n and wants_usage_in_stream(call.body):
                     yield sse({"id": cid, "object": "text_completion", "created": meta.created,
                                "model": meta.model, "choices": [], "usage": openai_usage(out.usage)})
@@ -203,7 +216,8 @@ class CompletionsApi:
                     "finish_reason": c.finish_reason} for i, c in enumerate(result.choices)]
         return {"id": "cmpl-" + meta.hex_id, "object": "text_completion", "created": meta.created,
                 "model": meta.model, "choices": choices, "usage": openai_usage(result.usage),
-                "timings": meta.timings(result.usage)}
+                "timings": meta.timings(result.usage),
+                **verbose_fields(call, meta, result.text, result.finish_reason, result.usage)}
 
 
 CHAT = ChatApi()

@@ -56,6 +56,13 @@ def tool_call_json(call: ToolCall, index: int) -> dict:
                                         "arguments": arguments if isinstance(arguments, dict) else {}}}
 
 
+def ollama_logprobs(entries: list[dict] | None) -> list[dict]:
+    """Ollama's entries: token, logprob, bytes and top_logprobs (no token ids)."""
+    return [{"token": e["token"], "logprob": e["logprob"], "bytes": e.get("bytes"),
+             "top_logprobs": [{"token": t["token"], "logprob": t["logprob"], "bytes": t.get("bytes")}
+                              for t in e.get("top_logprobs", [])]} for e in entries or []]
+
+
 def known_name(body: Any, engine) -> Any:
     """`name:latest` is the name Ollama's clients give a model listed as `name`."""
     model = body.get("model") if isinstance(body, dict) else None
@@ -131,7 +138,7 @@ class OllamaApi:
             if isinstance(out, TextDelta):
                 if out.text or (wants_logprobs and out.logprobs):
                     clock.token()
-                    extra = {"logprobs": out.logprobs or []} if wants_logprobs else {}
+                    extra = {"logprobs": ollama_logprobs(out.logprobs)} if wants_logprobs else {}
                     yield line(self._piece(meta, out.text, **extra))
             elif isinstance(out, ToolCall):
                 clock.token()
@@ -163,7 +170,7 @@ class OllamaApi:
             extra["message"] = {"tool_calls": [tool_call_json(c, i)
                                                for i, c in enumerate(result.tool_calls)]}
         if call.command["params"].get("logprobs"):
-            extra["logprobs"] = result.logprobs or []
+            extra["logprobs"] = ollama_logprobs(result.logprobs)
         return self._piece(meta, result.text, done=True, **extra)
 
 

@@ -199,7 +199,7 @@
     </message>
 </context>
 <context>
-    <name>ConfigDocument</name>
+    <name>EngineState</name>
     <message>
         <source>reading the config: {error}</source>
         <translation>读取配置：{error}</translation>
@@ -904,6 +904,10 @@
 <context>
     <name>ModelsPanel</name>
     <message>
+        <source>Get models…</source>
+        <translation>获取模型…</translation>
+    </message>
+    <message>
         <source>Add GGUF…</source>
         <translation>添加 GGUF…</translation>
     </message>
@@ -938,6 +942,10 @@
     <message>
         <source>Pin / unpin</source>
         <translation>固定 / 取消固定</translation>
+    </message>
+    <message>
+        <source>Clear cache</source>
+        <translation>清除缓存</translation>
     </message>
     <message>
         <source>select a model first</source>
@@ -984,6 +992,10 @@
         <translation>预热</translation>
     </message>
     <message>
+        <source>clear the prompt cache of</source>
+        <translation>清除提示缓存：</translation>
+    </message>
+    <message>
         <source>{action}: sending the config to the engine…</source>
         <translation>{action}：正在将配置发送到引擎…</translation>
     </message>
@@ -1017,6 +1029,14 @@
     <message>
         <source>config not saved</source>
         <translation>配置未保存</translation>
+    </message>
+    <message>
+        <source>upstream down, skipped</source>
+        <translation>上游不可用，已跳过</translation>
+    </message>
+    <message>
+        <source>upstream back</source>
+        <translation>上游已恢复</translation>
     </message>
     <message>
         <source>Model</source>
@@ -1227,6 +1247,14 @@
         <translation>{model} 显存</translation>
     </message>
     <message>
+        <source>{model} prompt cache, RAM</source>
+        <translation>{model} 提示缓存（内存）</translation>
+    </message>
+    <message>
+        <source>{model} prompt cache, disk</source>
+        <translation>{model} 提示缓存（磁盘）</translation>
+    </message>
+    <message>
         <source>{model} active</source>
         <translation>{model} 活动</translation>
     </message>
@@ -1268,6 +1296,14 @@
     <message>
         <source>KV used</source>
         <translation>KV 已用</translation>
+    </message>
+    <message>
+        <source>Prompt cache</source>
+        <translation>提示缓存</translation>
+    </message>
+    <message>
+        <source>{ram} RAM, {disk} disk</source>
+        <translation>内存 {ram}，磁盘 {disk}</translation>
     </message>
     <message>
         <source>Pinned</source>
@@ -1330,6 +1366,22 @@
         <translation>错误：{error}</translation>
     </message>
     <message>
+        <source>ejected: {error}</source>
+        <translation>已剔除：{error}</translation>
+    </message>
+    <message>
+        <source>ejected</source>
+        <translation>已剔除</translation>
+    </message>
+    <message>
+        <source>up</source>
+        <translation>正常</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
         <source>{used} / {capacity} tok</source>
         <translation>{used} / {capacity} token</translation>
     </message>
@@ -1371,6 +1423,22 @@
     <message>
         <source>Duration</source>
         <translation>耗时</translation>
+    </message>
+    <message>
+        <source>Session</source>
+        <translation>会话</translation>
+    </message>
+    <message>
+        <source>{session} (same target)</source>
+        <translation>{session}（同一目标）</translation>
+    </message>
+    <message>
+        <source>{session} (by strategy)</source>
+        <translation>{session}（按策略）</translation>
+    </message>
+    <message>
+        <source>session key from: {source}</source>
+        <translation>会话键来源：{source}</translation>
     </message>
     <message>
         <source>{prompt} ({cached} cached) → {completion}</source>
@@ -1469,6 +1537,41 @@
     <message>
         <source>{shown} of {total} requests</source>
         <translation>显示 {shown} / 共 {total} 个请求</translation>
+    </message>
+</context>
+<context>
+    <name>ReplicaTable</name>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求数</translation>
+    </message>
+    <message>
+        <source>Share</source>
+        <translation>占比</translation>
+    </message>
+    <message>
+        <source>Latency p50</source>
+        <translation>延迟 p50</translation>
+    </message>
+    <message>
+        <source>Latency p95</source>
+        <translation>延迟 p95</translation>
+    </message>
+    <message>
+        <source>TTFT p95</source>
+        <translation>首个 token 时间 p95</translation>
+    </message>
+    <message>
+        <source>Errors</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>Requests by the model that answered them (after any fallback)</source>
+        <translation>按实际应答的模型（含回退后）统计的请求</translation>
     </message>
 </context>
 <context>
@@ -2279,6 +2382,359 @@
     <message>
         <source>model</source>
         <translation>模型</translation>
+    </message>
+</context>
+<context>
+    <name>Downloads</name>
+    <message>
+        <source>the models folder is not known yet: the engine has not answered</source>
+        <translation>模型文件夹尚未确定：引擎还没有应答</translation>
+    </message>
+</context>
+<context>
+    <name>DownloadsView</name>
+    <message>
+        <source>New rule &apos;agents&apos; (requests tagged agents)</source>
+        <translation>新规则 &apos;agents&apos;（带 agents 标签的请求）</translation>
+    </message>
+    <message>
+        <source>New rule &apos;default&apos; (every other request)</source>
+        <translation>新规则 &apos;default&apos;（其余所有请求）</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>downloading</source>
+        <translation>下载中</translation>
+    </message>
+    <message>
+        <source>verifying</source>
+        <translation>校验中</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>{done} of {total}</source>
+        <translation>{done} / {total}</translation>
+    </message>
+    <message>
+        <source>{speed}/s</source>
+        <translation>{speed}/秒</translation>
+    </message>
+    <message>
+        <source>{eta} left</source>
+        <translation>剩余 {eta}</translation>
+    </message>
+    <message>
+        <source>failed: {error}</source>
+        <translation>失败：{error}</translation>
+    </message>
+    <message>
+        <source>Downloads</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>速度</translation>
+    </message>
+    <message>
+        <source>Time left</source>
+        <translation>剩余时间</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Cancel download</source>
+        <translation>取消下载</translation>
+    </message>
+    <message>
+        <source>Use for rule…</source>
+        <translation>用于规则…</translation>
+    </message>
+    <message>
+        <source>Resume downloads</source>
+        <translation>继续下载</translation>
+    </message>
+    <message>
+        <source>added to the models as &apos;{name}&apos;</source>
+        <translation>已作为 &apos;{name}&apos; 添加到模型</translation>
+    </message>
+    <message>
+        <source>&apos;{name}&apos; is in the models now; &quot;Use for rule…&quot; puts it behind a rule.</source>
+        <translation>&apos;{name}&apos; 现已在模型中；“用于规则…”可将其放到某条规则之后。</translation>
+    </message>
+    <message>
+        <source>Downloaded to {path}, but the engine refused the new model: {reason}</source>
+        <translation>已下载到 {path}，但引擎拒绝了新模型：{reason}</translation>
+    </message>
+    <message>
+        <source>Rule &apos;{rule}&apos; now sends its requests to &apos;{model}&apos;.</source>
+        <translation>规则 &apos;{rule}&apos; 现在将其请求发送到 &apos;{model}&apos;。</translation>
+    </message>
+    <message>
+        <source>Rule &apos;{rule}&apos; was not changed: {reason}</source>
+        <translation>规则 &apos;{rule}&apos; 未更改：{reason}</translation>
+    </message>
+    <message>
+        <source>Not finished last time: {names}</source>
+        <translation>上次未完成：{names}</translation>
+    </message>
+    <message>
+        <source>Downloads are off: {reason}</source>
+        <translation>下载不可用：{reason}</translation>
+    </message>
+</context>
+<context>
+    <name>GetModelsDialog</name>
+    <message>
+        <source>Get models</source>
+        <translation>获取模型</translation>
+    </message>
+    <message>
+        <source>Search the model hub, e.g. qwen coder</source>
+        <translation>搜索模型中心，例如 qwen coder</translation>
+    </message>
+    <message>
+        <source>Search</source>
+        <translation>搜索</translation>
+    </message>
+    <message>
+        <source>MLX models (mlx-community)</source>
+        <translation>MLX 模型（mlx-community）</translation>
+    </message>
+    <message>
+        <source>Repository</source>
+        <translation>仓库</translation>
+    </message>
+    <message>
+        <source>Downloads</source>
+        <translation>下载量</translation>
+    </message>
+    <message>
+        <source>Licence</source>
+        <translation>许可证</translation>
+    </message>
+    <message>
+        <source>Gated</source>
+        <translation>受限</translation>
+    </message>
+    <message>
+        <source>Choose a repository to see its files.</source>
+        <translation>选择一个仓库以查看其文件。</translation>
+    </message>
+    <message>
+        <source>Tokens per sequence (n_ctx) the estimate is made for</source>
+        <translation>估算所用的每序列词元数（n_ctx）</translation>
+    </message>
+    <message>
+        <source>Sequences served at once (parallel) the estimate is made for</source>
+        <translation>估算所用的同时服务序列数（parallel）</translation>
+    </message>
+    <message>
+        <source>Context (n_ctx)</source>
+        <translation>上下文（n_ctx）</translation>
+    </message>
+    <message>
+        <source>Parallel</source>
+        <translation>并行</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>Memory needed</source>
+        <translation>所需内存</translation>
+    </message>
+    <message>
+        <source>On this machine</source>
+        <translation>在本机上</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Cancel download</source>
+        <translation>取消下载</translation>
+    </message>
+    <message>
+        <source>Use for rule…</source>
+        <translation>用于规则…</translation>
+    </message>
+    <message>
+        <source>Add GGUF…</source>
+        <translation>添加 GGUF…</translation>
+    </message>
+    <message>
+        <source>Add a GGUF file that is already on this machine</source>
+        <translation>添加本机上已有的 GGUF 文件</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>The model hub cannot be reached, so nothing can be searched or downloaded now. A GGUF file already on this machine can still be added: &quot;Add GGUF…&quot; below.</source>
+        <translation>无法连接到模型中心，因此现在无法搜索或下载。仍可添加本机上已有的 GGUF 文件：点击下方的“添加 GGUF…”。</translation>
+    </message>
+    <message>
+        <source>This repository is gated.</source>
+        <translation>此仓库受限。</translation>
+    </message>
+    <message>
+        <source>{doing} failed: {error}</source>
+        <translation>{doing}失败：{error}</translation>
+    </message>
+    <message>
+        <source>Type what to search for, e.g. qwen coder.</source>
+        <translation>请输入要搜索的内容，例如 qwen coder。</translation>
+    </message>
+    <message>
+        <source>Searching for &apos;{text}&apos;…</source>
+        <translation>正在搜索 &apos;{text}&apos;…</translation>
+    </message>
+    <message>
+        <source>Searching</source>
+        <translation>搜索</translation>
+    </message>
+    <message>
+        <source>gated</source>
+        <translation>受限</translation>
+    </message>
+    <message>
+        <source>{count} repositories found.</source>
+        <translation>找到 {count} 个仓库。</translation>
+    </message>
+    <message>
+        <source>Nothing found; try fewer or other words.</source>
+        <translation>未找到结果；请尝试更少或其他的关键词。</translation>
+    </message>
+    <message>
+        <source>Reading the files of {repo}…</source>
+        <translation>正在读取 {repo} 的文件…</translation>
+    </message>
+    <message>
+        <source>{repo}: {error}</source>
+        <translation>{repo}：{error}</translation>
+    </message>
+    <message>
+        <source>Reading the repository</source>
+        <translation>读取仓库</translation>
+    </message>
+    <message>
+        <source>licence: {licence}</source>
+        <translation>许可证：{licence}</translation>
+    </message>
+    <message>
+        <source>gated: you need to accept its conditions on the hub</source>
+        <translation>受限：您需要在模型中心接受其条款</translation>
+    </message>
+    <message>
+        <source>not gated</source>
+        <translation>不受限</translation>
+    </message>
+    <message>
+        <source>This repository is gated and no Hugging Face token is set (HF_TOKEN or `hf auth login`), so its files cannot be downloaded.</source>
+        <translation>此仓库受限，且未设置 Hugging Face 令牌（HF_TOKEN 或 `hf auth login`），因此无法下载其文件。</translation>
+    </message>
+    <message>
+        <source>{repo} has no GGUF file or MLX build that Laya can serve.</source>
+        <translation>{repo} 没有 Laya 可以提供服务的 GGUF 文件或 MLX 构建。</translation>
+    </message>
+    <message>
+        <source>{quant} ({parts} parts)</source>
+        <translation>{quant}（{parts} 个分片）</translation>
+    </message>
+    <message>
+        <source>no estimate</source>
+        <translation>无估算</translation>
+    </message>
+    <message>
+        <source>fits</source>
+        <translation>可容纳</translation>
+    </message>
+    <message>
+        <source>tight</source>
+        <translation>紧张</translation>
+    </message>
+    <message>
+        <source>does not fit</source>
+        <translation>容纳不下</translation>
+    </message>
+    <message>
+        <source>VRAM</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>RAM</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>{needed} of {available} {device}</source>
+        <translation>{needed} / {available} {device}</translation>
+    </message>
+    <message>
+        <source>Choose a quantization first.</source>
+        <translation>请先选择一种量化。</translation>
+    </message>
+    <message>
+        <source>Starting the download of {repo} {quant}…</source>
+        <translation>正在开始下载 {repo} {quant}…</translation>
+    </message>
+    <message>
+        <source>The download did not start: {reason}</source>
+        <translation>下载未能开始：{reason}</translation>
+    </message>
+    <message>
+        <source>Downloaded to {path}; adding it to the models…</source>
+        <translation>已下载到 {path}；正在添加到模型…</translation>
+    </message>
+    <message>
+        <source>Added to the models as &apos;{name}&apos;. &quot;Use for rule…&quot; puts it behind a rule, e.g. default.</source>
+        <translation>已作为 &apos;{name}&apos; 添加到模型。“用于规则…”可将其放到某条规则之后，例如 default。</translation>
+    </message>
+    <message>
+        <source>Downloaded, but the engine refused the new model: {reason}</source>
+        <translation>已下载，但引擎拒绝了新模型：{reason}</translation>
+    </message>
+    <message>
+        <source>Rule &apos;{rule}&apos; now sends its requests to &apos;{model}&apos;.</source>
+        <translation>规则 &apos;{rule}&apos; 现在将其请求发送到 &apos;{model}&apos;。</translation>
+    </message>
+    <message>
+        <source>Rule &apos;{rule}&apos; was not changed: {reason}</source>
+        <translation>规则 &apos;{rule}&apos; 未更改：{reason}</translation>
     </message>
 </context>
 </TS>

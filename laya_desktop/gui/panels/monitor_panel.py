@@ -26,6 +26,7 @@ from laya_desktop.gui.monitor.legend import list_in_legend
 from laya_desktop.gui.monitor.series import (
     Series, gpu_series, model_series, system_series, write_csv, y_range,
 )
+from laya_desktop.gui.palette import theme
 from laya_desktop.gui.registry_model import state_text
 from laya_desktop.gui.ring_buffer import GIB, SampleRing
 from laya_desktop.gui.units import fmt_bytes
@@ -51,6 +52,8 @@ EVENT_NAMES = MappingProxyType({
     EventKind.CONFIG_APPLIED: QT_TRANSLATE_NOOP("MonitorPanel", "config applied"),
     EventKind.CONFIG_REJECTED: QT_TRANSLATE_NOOP("MonitorPanel", "config rejected"),
     EventKind.CONFIG_SAVE_FAILED: QT_TRANSLATE_NOOP("MonitorPanel", "config not saved"),
+    EventKind.UPSTREAM_EJECTED: QT_TRANSLATE_NOOP("MonitorPanel", "upstream down, skipped"),
+    EventKind.UPSTREAM_RESTORED: QT_TRANSLATE_NOOP("MonitorPanel", "upstream back"),
 })
 # Loading is not marked (its "loaded" follows within seconds); every other kind is, those of a
 # newer engine too, under their own name and in grey.
@@ -63,7 +66,8 @@ EVENT_COLORS = MappingProxyType({
     EventKind.EMERGENCY_UNLOAD: LOST, EventKind.RUNNER_CRASHED: LOST,
     EventKind.RUNNER_UNRESPONSIVE: LOST, EventKind.LOAD_REFUSED: REFUSED,
     EventKind.LOAD_FAILED: REFUSED, EventKind.CONFIG_REJECTED: REFUSED,
-    EventKind.CONFIG_SAVE_FAILED: REFUSED,
+    EventKind.CONFIG_SAVE_FAILED: REFUSED, EventKind.UPSTREAM_EJECTED: LOST,
+    EventKind.UPSTREAM_RESTORED: NEWS,
 })
 WINDOWS_MIN = (1, 5, 15, 60)
 MIN_DRAW_S, MAX_DRAW_S = 0.5, 2.0
@@ -132,7 +136,6 @@ class MonitorPanel(QWidget):
         self.summary.setFixedHeight(self.summary.fontMetrics().lineSpacing() * 2 + 6)
 
         self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setBackground("w")
         self.plot: dict[str, pg.PlotItem] = {}
         first = None
         last_row = max(row for _k, row, _c in PLOT_GRID)
@@ -188,6 +191,8 @@ class MonitorPanel(QWidget):
         self.reserved_line = self._threshold(self.plot["ram_available"], "#d00000", above=True)
         self.ram_high_line = self._threshold(self.plot["ram_used"], "#d07000", above=False)
         self.vram_high_line = self._threshold(self.plot["vram"], "#d07000", above=False)
+        theme().follow(self.plots)
+        theme().changed.connect(self._on_theme)
 
         self.window_box = QComboBox()
         for minutes in WINDOWS_MIN:
@@ -248,12 +253,20 @@ class MonitorPanel(QWidget):
                                                     width=1, style=style),
                                        autoDownsampleFactor=1.0)
         curve.setVisible(False)
+        theme().style(curve)
         # pyqtgraph's default factor (5 samples a pixel) leaves 3,600 points unreduced on a
         # 500-pixel plot; with peak mode one bin a pixel still keeps every spike (min and max).
         curve.setDownsampling(auto=True, method="peak")
         curve.setClipToView(True)
         self.curves[key] = curve
         self.series[key] = s
+
+    def _on_theme(self, _colors) -> None:
+        """The palette changed: the notice may be out of the scene; the markers take their
+        colours on a redraw."""
+        theme().style(self.vram_notice)
+        self._drawn_version = -1
+        self.redraw(force=True)
 
     @staticmethod
     def _threshold(plot: pg.PlotItem, color: str, above: bool) -> pg.InfiniteLine:
@@ -465,7 +478,8 @@ class MonitorPanel(QWidget):
         y = top[1] - (top[1] - top[0]) * 0.03
         self.marker_spots.setData(
             x=xs, y=np.full(len(xs), y), data=list(range(len(events))),
-            brush=[pg.mkBrush(EVENT_COLORS.get(e.get("kind"), NEWS)) for e in events],
+            brush=[pg.mkBrush(theme().pen_color(EVENT_COLORS.get(e.get("kind"), NEWS)))
+                   for e in events],
             pen=None)
 
     def _spot_tip(self, x: float, y: float, data) -> str:
