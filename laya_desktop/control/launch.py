@@ -212,13 +212,11 @@ def check_engine(url: str) -> None:
                           "`laya serve` or the desktop app (`laya`), or pass --url") from None
 
 
-def build_plan(args) -> LaunchPlan:
-    url, key = engine_target(args)
+def build_plan(args, url: str, key: str | None, context_window: int | None) -> LaunchPlan:
     extra = list(args.client_args or [])
     binary = find_client(args.client)
     if args.client == "codex":
-        window = agents_context_window(_config_for(args))
-        return codex_plan(binary, url, key, args.model or "auto", window, extra)
+        return codex_plan(binary, url, key, args.model or "auto", context_window, extra)
     return claude_plan(binary, url, key, args.model, extra, auto_memory=not args.no_auto_memory)
 
 
@@ -229,12 +227,12 @@ def _shell_line(plan: LaunchPlan) -> str:
 
 
 def run_launch(args) -> int:
+    url, key = engine_target(args)
+    window = agents_context_window(_config_for(args)) if args.client == "codex" else None
     try:
-        plan = build_plan(args)
+        plan = build_plan(args, url, key, window)
         if args.write_config:
-            url, key = engine_target(args)
             if plan.client == "codex":
-                window = agents_context_window(_config_for(args))
                 print(write_codex_config(codex_config_path(),
                                          codex_settings(url, key, args.model or "auto", window)))
             else:
@@ -243,7 +241,7 @@ def run_launch(args) -> int:
             print(_shell_line(plan))
             return 0
         if not args.no_check:
-            check_engine(engine_target(args)[0])
+            check_engine(url)
     except LaunchError as exc:
         print(f"laya launch: {exc}", file=sys.stderr)
         return 1

@@ -26,8 +26,12 @@ def cache_files(model_name: str) -> list[Path]:
 
 
 def disk_bytes(model_name: str) -> int:
+    return _total_size(cache_files(model_name))
+
+
+def _total_size(files: list[Path]) -> int:
     total = 0
-    for path in cache_files(model_name):
+    for path in files:
         try:
             total += path.stat().st_size
         except OSError:
@@ -82,4 +86,5 @@ def cache_summary(served, sampled) -> dict | None:
         return {"ram_bytes": stats.get("prompt_cache_ram_bytes", 0),
                 "disk_bytes": stats.get("prompt_cache_disk_bytes", 0),
                 "entries": stats.get("prompt_cache_ram_entries", 0) + stats.get("prompt_cache_disk_entries", 0)}
-    return {"ram_bytes": 0, "disk_bytes": disk_bytes(served.name), "entries": len(cache_files(served.name))}
+    files = cache_files(served.name)
+    return {"ram_bytes": 0, "disk_bytes": _total_size(files), "entries": len(files)}
