@@ -122,6 +122,8 @@ class EngineHttp(QObject):
                          lambda reply: on_answer(self.answer_of(reply, timeout_s)), headers)
 
     def answer_of(self, reply: QNetworkReply, timeout_s: float) -> Answer | EngineError:
+        if self._aborted:   # a reply sent after abort() may finish before its abort runs
+            return EngineError("the request was aborted", kind="aborted")
         failure = self.failure_of(reply, timeout_s)
         if failure is not None:
             return failure
